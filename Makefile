@@ -1,0 +1,65 @@
+# IndGen set-up and the two everyday commands.
+#   make demo   set up (.venv, ROS 2 wheels, indgen_msgs, indgen) and run the main job
+#   make test   same set-up, then ruff and the test suite
+# Every step is stamped: a second run with nothing changed only runs the job itself.
+
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMPS := $(VENV)/.stamps
+PIP := $(BIN)/python -m pip --disable-pip-version-check -q
+CONSTRAINTS := requirements/constraints.txt
+MSG_SOURCES := $(shell find src/indgen_msgs -type f)
+PYTEST_ARGS ?=
+
+.PHONY: help setup demo test lint lock clean
+
+help:
+	@echo "make demo   set up, then run the main job (see README)"
+	@echo "make test   set up, then ruff and pytest (PYTEST_ARGS='-k name' to select)"
+	@echo "make setup  only the set-up"
+	@echo "make lock   re-pin requirements/constraints.txt from the current .venv"
+	@echo "make clean  remove .venv and build/"
+
+setup: $(STAMPS)/install
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install 'pip==25.3'
+
+$(STAMPS)/system: scripts/ensure-system-deps.sh | $(BIN)/python
+	scripts/ensure-system-deps.sh
+	@mkdir -p $(STAMPS) && touch $@
+
+$(STAMPS)/ros: requirements/ros.txt $(CONSTRAINTS) $(STAMPS)/system
+	$(PIP) install -r requirements/ros.txt -c $(CONSTRAINTS)
+	@touch $@
+
+$(STAMPS)/msgs: $(STAMPS)/ros $(MSG_SOURCES) scripts/build-msgs.sh
+	scripts/build-msgs.sh $(VENV)
+	@touch $@
+
+$(STAMPS)/install: $(STAMPS)/msgs setup.py setup.cfg pyproject.toml package.xml requirements/extra.txt $(CONSTRAINTS)
+	$(PIP) install -c $(CONSTRAINTS) -e '.[all]'
+	$(PIP) install -c $(CONSTRAINTS) --no-deps -r requirements/extra.txt
+	@touch $@
+
+demo: setup
+	$(BIN)/indgen doctor
+
+test: setup
+	$(BIN)/ruff check src test bench launch
+	@mkdir -p build
+	@set +e; $(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; echo $$rc > build/pytest.rc; exit $$rc
+
+lint: setup
+	$(BIN)/ruff check src test bench launch
+	$(BIN)/ruff format --check src test bench launch
+
+lock: setup
+	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^indgen' > $(CONSTRAINTS)
+	@echo "pinned $$(wc -l < $(CONSTRAINTS)) packages in $(CONSTRAINTS)"
+
+clean:
+	rm -rf $(VENV) build

@@ -1,0 +1,80 @@
+"""Packaging of the `indgen` ROS 2 package (ament_python) and pip distribution.
+
+One file serves both install paths: colcon (ament_python) runs it in a ROS 2 workspace,
+and `pip install -e .` uses it inside the project's virtual environment. Runtime
+dependencies that come from ROS (rclpy, message packages) are declared in package.xml
+for colcon and installed from the ROS 2 Jazzy PyPI wheels by `make` (requirements/ros.txt).
+"""
+
+import re
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+HERE = Path(__file__).parent
+PACKAGE = "indgen"
+VERSION = re.search(r"<version>([^<]+)</version>", (HERE / "package.xml").read_text()).group(1)
+
+
+def share_tree(folder: str) -> list[tuple[str, list[str]]]:
+    """data_files entries that mirror `folder` under share/indgen/."""
+    entries = []
+    if not (HERE / folder).is_dir():
+        return entries
+    for directory in sorted(p for p in (HERE / folder).rglob("*") if p.is_dir()) + [HERE / folder]:
+        files = sorted(str(f.relative_to(HERE)) for f in directory.iterdir() if f.is_file())
+        if files:
+            entries.append((f"share/{PACKAGE}/{directory.relative_to(HERE)}", files))
+    return entries
+
+
+NODES = {
+    # ROS 2 node executables: `ros2 run indgen <name>` and `indgen launch` start these.
+}
+
+EXTRAS = {
+    "sim": ["mujoco>=3.3,<4"],  # robosuite (LIBERO) fails with mujoco 4; 3.17 serves every world
+    "torch": ["torch>=2.2"],  # CPU build: `pip install torch==2.13.0` (see README)
+    "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "colcon-common-extensions>=0.3"],
+}
+EXTRAS["all"] = sorted({req for reqs in EXTRAS.values() for req in reqs})
+
+setup(
+    name=PACKAGE,
+    version=VERSION,
+    description="Tests robot manipulation policies for inductive generalization along structured axes.",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    package_dir={"": "src"},
+    packages=find_packages(where="src", include=["indgen_core*", "indgen_sim*", "indgen_robot*"]),
+    package_data={"": ["*.xml", "*.yaml"]},
+    data_files=[
+        ("share/ament_index/resource_index/packages", ["resource/indgen"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+        *share_tree("launch"),
+        *share_tree("config"),
+    ],
+    install_requires=[
+        "numpy>=1.24",
+        "pyyaml>=6",
+        "pydantic>=2.5",
+        "rich>=13",
+        "scipy>=1.11",
+        "statsmodels>=0.14",
+        "matplotlib>=3.8",
+        # the openpi wire protocol (openpi-client itself is installed with --no-deps, see Makefile)
+        "msgpack>=1.0.5",
+        "websockets>=13",
+        "pillow>=9",
+        "dm-tree>=0.1.8",
+        "typing_extensions>=4",
+    ],
+    extras_require=EXTRAS,
+    entry_points={
+        "console_scripts": [
+            "indgen = indgen_core.cli:main",
+            *(f"{name} = {target}" for name, target in NODES.items()),
+        ],
+    },
+    zip_safe=False,
+)

@@ -1,0 +1,64 @@
+"""The `indgen` command: one entry point, one sub-command per job.
+
+Sub-commands register themselves: the core ones are listed in CORE_COMMANDS, and the
+worlds (indgen_sim, indgen_robot) add theirs through the `indgen.commands` entry-point
+group, so that the core never imports a world. Every error a user can act on is an
+`IndGenError` and ends as one line on stderr with a non-zero exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from importlib import metadata
+
+from indgen_core import __version__
+from indgen_core.errors import IndGenError
+
+# module paths with a `register(subparsers)` function, in the order `--help` lists them
+CORE_COMMANDS = [
+    "indgen_core.cli.doctor_cmd",
+]
+
+
+def _registrars():
+    for path in CORE_COMMANDS:
+        yield importlib.import_module(path).register
+    for ep in sorted(metadata.entry_points(group="indgen.commands"), key=lambda e: e.name):
+        try:
+            yield ep.load()
+        except ImportError as exc:  # a broken plugin must not take the whole CLI down
+            print(f"indgen: warning: sub-command '{ep.name}' unavailable: {exc}", file=sys.stderr)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="indgen",
+        description="Test robot manipulation policies for inductive generalization along structured axes.",
+    )
+    parser.add_argument("--version", action="version", version=f"indgen {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    for register in _registrars():
+        register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except IndGenError as exc:
+        print(f"indgen: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("indgen: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Simulated worlds behind the world interface: BlockEnv, the MuJoCo FR3/DROID twin, LIBERO."""

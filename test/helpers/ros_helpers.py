@@ -1,0 +1,65 @@
+"""Small helpers for tests that run real rclpy nodes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HELPERS = Path(__file__).parent
+
+
+def spin_until(node, predicate, timeout: float, executor=None) -> bool:
+    """Spin `node` until predicate() is true or `timeout` seconds pass."""
+    from rclpy.executors import SingleThreadedExecutor
+
+    own = executor is None
+    if own:
+        executor = SingleThreadedExecutor(context=node.context)
+        executor.add_node(node)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate():
+                return True
+            executor.spin_once(timeout_sec=0.05)
+        return predicate()
+    finally:
+        if own:
+            executor.remove_node(node)
+            executor.shutdown()
+
+
+def start_peer(role: str) -> subprocess.Popen:
+    """Start test/helpers/ros_peer.py ROLE as a separate process on this test's domain."""
+    proc = subprocess.Popen(
+        [sys.executable, str(HELPERS / "ros_peer.py"), role],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    return proc
+
+
+def stop_peer(proc: subprocess.Popen, timeout: float = 10.0) -> None:
+    if proc.poll() is None:
+        try:
+            proc.stdin.close()
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def call_with_retry(node, make_future, timeout: float = 10.0, attempt_timeout: float = 2.0):
+    """Send a service request / action goal again when its answer does not come back.
+
+    Right after discovery a DDS reply can be lost (the server's reply writer has not yet
+    matched the client's reader even though the client sees the server as ready); resending
+    is the standard remedy. Returns the completed future, or None on timeout.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        future = make_future()
+        if spin_until(node, future.done, timeout=min(attempt_timeout, deadline - time.monotonic())):
+            return future
+    return None

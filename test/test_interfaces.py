@@ -1,0 +1,105 @@
+"""indgen_msgs across process boundaries over DDS (loopback, per-test domain)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.ros
+
+rclpy = pytest.importorskip("rclpy")
+
+import msg_samples  # noqa: E402
+from ros_helpers import call_with_retry, spin_until, start_peer, stop_peer  # noqa: E402
+
+
+def test_every_interface_imports():
+    from indgen_msgs.action import RunEpisode
+    from indgen_msgs.msg import (
+        CampaignStatus,
+        EpisodeResult,
+        GridAction,
+        GridObservation,
+        LevelScore,
+        OperatorPrompt,
+        ParameterValue,
+        TaskSetup,
+    )
+    from indgen_msgs.srv import OperatorAck
+
+    assert RunEpisode.Goal().setup == TaskSetup()
+    assert OperatorAck.Request.RESPONSE_ABORT == 5
+    assert EpisodeResult.OUTCOME_INVALID == 4
+    assert {CampaignStatus, GridAction, GridObservation, LevelScore, OperatorPrompt, ParameterValue}
+
+
+def test_every_message_crosses_processes_intact(ros_context):
+    from ros_peer import LATCHED
+
+    classes = msg_samples.interface_classes()
+    assert len(classes) >= 8
+    received: dict[str, object] = {}
+    node = rclpy.create_node("itest_receiver", context=ros_context)
+    for name, cls in classes.items():
+        node.create_subscription(cls, f"/itest/{name}", lambda m, n=name: received.setdefault(n, m), LATCHED)
+    peer = start_peer("publish")
+    try:
+        assert spin_until(node, lambda: len(received) == len(classes), timeout=30), (
+            f"received only {sorted(received)}; peer said: {peer.stderr.read() if peer.poll() else ''}"
+        )
+    finally:
+        stop_peer(peer)
+        node.destroy_node()
+    for name, cls in classes.items():
+        assert received[name] == msg_samples.fill(cls()), name
+
+
+def test_operator_ack_service_across_processes(ros_context):
+    from indgen_msgs.srv import OperatorAck
+
+    node = rclpy.create_node("itest_client", context=ros_context)
+    client = node.create_client(OperatorAck, "/itest/operator_ack")
+    peer = start_peer("serve")
+    try:
+        assert spin_until(node, client.service_is_ready, timeout=30)
+        future = call_with_retry(node, lambda: client.call_async(OperatorAck.Request(
+            prompt_id="p-7", trial_id="t-3", response=OperatorAck.Request.RESPONSE_DONE, note="spacer in")))
+        assert future is not None, "no answer from the operator_ack service"
+        assert future.result().accepted
+        assert future.result().message == "ack p-7 t-3 spacer in"
+        future = call_with_retry(node, lambda: client.call_async(
+            OperatorAck.Request(prompt_id="p-8", response=OperatorAck.Request.RESPONSE_SKIP)))
+        assert not future.result().accepted
+    finally:
+        stop_peer(peer)
+        node.destroy_node()
+
+
+def test_run_episode_action_with_feedback_across_processes(ros_context):
+    from rclpy.action import ActionClient
+
+    from indgen_msgs.action import RunEpisode
+    from indgen_msgs.msg import EpisodeResult, ParameterValue, TaskSetup
+
+    node = rclpy.create_node("itest_action_client", context=ros_context)
+    client = ActionClient(node, RunEpisode, "/itest/run_episode")
+    peer = start_peer("serve")
+    feedback = []
+    try:
+        assert spin_until(node, client.server_is_ready, timeout=30)
+        setup = TaskSetup(campaign_id="c1", trial_id="c1-L2-004", axis="stack", level=2, seed=1234, max_steps=300,
+                          parameters=[ParameterValue(name="blue_block_raise", value=0.5, unit="in")])
+        send = call_with_retry(node, lambda: client.send_goal_async(
+            RunEpisode.Goal(setup=setup), feedback_callback=feedback.append))
+        assert send is not None, "the goal was never answered"
+        handle = send.result()
+        assert handle.accepted
+        result_future = handle.get_result_async()
+        assert spin_until(node, result_future.done, timeout=10)
+        result = result_future.result().result.result
+    finally:
+        stop_peer(peer)
+        node.destroy_node()
+    assert [f.feedback.step for f in feedback] == [1, 2, 3]
+    assert all(f.feedback.max_steps == 300 for f in feedback)
+    assert result.outcome == EpisodeResult.OUTCOME_SUCCESS
+    assert (result.campaign_id, result.trial_id, result.level, result.seed) == ("c1", "c1-L2-004", 2, 1234)
