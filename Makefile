@@ -49,13 +49,13 @@ demo: setup
 	$(BIN)/indgen doctor
 
 test: setup
-	$(BIN)/ruff check src test bench launch
+	$(BIN)/ruff check .
 	@mkdir -p build
 	@set +e; $(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; echo $$rc > build/pytest.rc; exit $$rc
 
 lint: setup
-	$(BIN)/ruff check src test bench launch
-	$(BIN)/ruff format --check src test bench launch
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 lock: setup
 	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^indgen' > $(CONSTRAINTS)
