@@ -21,7 +21,7 @@ def share_tree(folder: str) -> list[tuple[str, list[str]]]:
     entries = []
     if not (HERE / folder).is_dir():
         return entries
-    for directory in sorted(p for p in (HERE / folder).rglob("*") if p.is_dir()) + [HERE / folder]:
+    for directory in [HERE / folder, *sorted(p for p in (HERE / folder).rglob("*") if p.is_dir())]:
         files = sorted(str(f.relative_to(HERE)) for f in directory.iterdir() if f.is_file())
         if files:
             entries.append((f"share/{PACKAGE}/{directory.relative_to(HERE)}", files))
