@@ -19,6 +19,9 @@ from indgen_core.errors import IndGenError
 # module paths with a `register(subparsers)` function, in the order `--help` lists them
 CORE_COMMANDS = [
     "indgen_core.cli.doctor_cmd",
+    "indgen_core.cli.axes_cmd",
+    "indgen_core.cli.campaign_cmd",
+    "indgen_core.cli.report_cmd",
 ]
 
 

@@ -1,0 +1,406 @@
+"""Axes and their progressions (paper section 4).
+
+An axis is one semantics-preserving parameter of a task, moved in atomic steps: level
+tau_0 is in distribution, tau_k is k steps further out (k < 0 on the other side of a
+two-sided axis). Axes are data: one YAML file each under config/axes/. A composed axis
+moves two or more axes together, one atomic step of each per level (for example the pick
+translation x visual distractors composition of the paper's Figure 3).
+
+Values normally follow `base + k * step`. A physical axis may instead list what was
+measured per level (`measured:`), which is why the protocol checks of Definition 4
+(protocol.py) look at the values, not at the formula.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+import string
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from indgen_core import paths
+from indgen_core.configfile import ConfigError, load_model, read_yaml_mapping
+from indgen_core.errors import IndGenError
+from indgen_core.units import UNITS
+
+SLUG = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+class UnknownAxisError(IndGenError):
+    """An axis name that is not in the library."""
+
+
+def _check_slug(v: str) -> str:
+    if not SLUG.match(v):
+        raise ValueError(f"must be a lower-case identifier (letters, digits, _), got {v!r}")
+    return v
+
+
+def _check_unit(v: str) -> str:
+    if v not in UNITS:
+        raise ValueError(f"unknown unit {v!r}; expected one of {', '.join(UNITS)}")
+    return v
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Parameter(_Strict):
+    """The one parameter an axis moves."""
+
+    name: str = Field(description="identifier, e.g. blue_block_raise")
+    unit: str = Field(description="unit of base and step (see units.py)")
+    base: float = Field(description="value at level 0")
+    step: float = Field(description="change per level: one atomic step")
+    description: str = ""
+
+    _slug = field_validator("name")(_check_slug)
+    _unit = field_validator("unit")(_check_unit)
+
+    @field_validator("step")
+    @classmethod
+    def _nonzero(cls, v: float) -> float:
+        if v == 0 or not math.isfinite(v):
+            raise ValueError("must be a finite, non-zero number: one atomic step")
+        return v
+
+
+class ContextParameter(_Strict):
+    """A parameter the axis holds fixed (documented so the protocol can check it stays fixed)."""
+
+    name: str
+    unit: str
+    value: float
+
+    _slug = field_validator("name")(_check_slug)
+    _unit = field_validator("unit")(_check_unit)
+
+
+class LevelRange(_Strict):
+    min: int
+    max: int
+
+    @model_validator(mode="after")
+    def _shape(self) -> LevelRange:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) is greater than max ({self.max})")
+        if self.min not in (0, -self.max):
+            raise ValueError(
+                f"must be one-sided (min 0) or two-sided (min = -max), got {self.min}..{self.max}"
+            )
+        return self
+
+
+class Component(_Strict):
+    """One axis inside a composition; `level: abs` makes it follow |k| (e.g. a distractor count)."""
+
+    axis: str
+    level: Literal["k", "abs"] = "k"
+
+
+class AxisSpec(_Strict):
+    """The YAML schema of an axis."""
+
+    name: str
+    worlds: list[str] = Field(min_length=1)
+    description: str = ""
+    source: str = Field("", description="where the axis comes from (paper section, table)")
+    parameter: Parameter | None = None
+    compose: list[Component] | None = None
+    context: list[ContextParameter] = []
+    measured: dict[int, dict[str, float]] | None = None
+    step_tolerance: float = Field(1e-6, ge=0, le=0.5)
+    levels: LevelRange
+    in_distribution: list[int] = Field(min_length=1)
+    regime: Literal["vanilla", "black_box"]
+    language_instruction: str | None = Field(
+        None, min_length=1, description="what the policy is told; null: the world's own task instruction")
+    operator_instruction: str | dict[str, str] | None = None
+    order: Literal["interleaved", "sequential"] = "interleaved"
+    break_threshold: float = Field(0.2, gt=0, lt=1)
+
+    _slug = field_validator("name")(_check_slug)
+
+    @field_validator("worlds")
+    @classmethod
+    def _worlds(cls, v: list[str]) -> list[str]:
+        for w in v:
+            if not SLUG.match(w):
+                raise ValueError(f"world names are lower-case identifiers, got {w!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> AxisSpec:
+        if (self.parameter is None) == (self.compose is None):
+            raise ValueError("parameter: an axis needs exactly one of 'parameter' (a single axis) or 'compose' "
+                             "(a composition)")
+        if self.compose is not None and len(self.compose) < 2:
+            raise ValueError("compose: needs at least two axes")
+        for k in self.in_distribution:
+            if not self.levels.min <= k <= self.levels.max:
+                raise ValueError(
+                    f"in_distribution: level {k} lies outside levels {self.levels.min}..{self.levels.max}"
+                )
+        if self.measured:
+            known = {self.parameter.name} if self.parameter else set()
+            known |= {c.name for c in self.context}
+            for k, values in self.measured.items():
+                if not self.levels.min <= k <= self.levels.max:
+                    raise ValueError(f"measured: level {k} lies outside levels {self.levels.min}..{self.levels.max}")
+                unknown = set(values) - known
+                if unknown:
+                    raise ValueError(f"measured: level {k} names unknown parameter(s) {sorted(unknown)}")
+        if isinstance(self.operator_instruction, dict):
+            for key in self.operator_instruction:
+                if key != "default" and not re.fullmatch(r"-?\d+", str(key)):
+                    raise ValueError(f"operator_instruction: keys are levels or 'default', got {key!r}")
+        return self
+
+
+@dataclass(frozen=True)
+class ParameterValue:
+    name: str
+    value: float
+    unit: str
+
+
+@dataclass(frozen=True)
+class Level:
+    """Level tau_k of an axis: its parameter values and what to tell policy and operator."""
+
+    axis: str
+    k: int
+    parameters: tuple[ParameterValue, ...]
+    in_distribution: bool
+    distance: int  # atomic steps from the nearest in-distribution level
+    side: int  # +1 / -1 away from the in-distribution levels, 0 inside them
+    language_instruction: str
+    operator_instruction: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"tau_{self.k}"
+
+    def value(self, name: str) -> float:
+        for p in self.parameters:
+            if p.name == name:
+                return p.value
+        raise KeyError(f"level {self.k} of axis '{self.axis}' has no parameter '{name}'")
+
+    def as_dict(self) -> dict[str, float]:
+        return {p.name: p.value for p in self.parameters}
+
+
+@dataclass
+class Axis:
+    """A validated axis, resolved against the library it was loaded from."""
+
+    spec: AxisSpec
+    path: Path
+    components: list[tuple[Axis, str]] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def is_composed(self) -> bool:
+        return bool(self.components)
+
+    @property
+    def physical(self) -> bool:
+        return self.spec.operator_instruction is not None
+
+    @property
+    def moved_parameters(self) -> list[str]:
+        if self.is_composed:
+            return [name for comp, _ in self.components for name in comp.moved_parameters]
+        return [self.spec.parameter.name]
+
+    def steps(self) -> dict[str, float]:
+        """The declared atomic step of every moved parameter."""
+        if self.is_composed:
+            out: dict[str, float] = {}
+            for comp, _ in self.components:
+                out.update(comp.steps())
+            return out
+        return {self.spec.parameter.name: self.spec.parameter.step}
+
+    def level_range(self) -> range:
+        return range(self.spec.levels.min, self.spec.levels.max + 1)
+
+    def distance(self, k: int) -> tuple[int, int]:
+        ids = self.spec.in_distribution
+        nearest = min(ids, key=lambda i: (abs(k - i), i))
+        return abs(k - nearest), (k > nearest) - (k < nearest)
+
+    def _values(self, k: int) -> list[ParameterValue]:
+        if self.is_composed:
+            values: list[ParameterValue] = []
+            for comp, mode in self.components:
+                values.extend(comp._values(abs(k) if mode == "abs" else k))
+            return values
+        p = self.spec.parameter
+        measured = (self.spec.measured or {}).get(k, {})
+        values = [ParameterValue(p.name, round(measured.get(p.name, p.base + k * p.step), 10), p.unit)]
+        values += [ParameterValue(c.name, measured.get(c.name, c.value), c.unit) for c in self.spec.context]
+        return values
+
+    def level(self, k: int) -> Level:
+        if k not in self.level_range():
+            raise ConfigError(self.path, f"level {k} is outside {self.spec.levels.min}..{self.spec.levels.max}",
+                              field="levels")
+        distance, side = self.distance(k)
+        params = tuple(self._values(k))
+        return Level(
+            axis=self.name,
+            k=k,
+            parameters=params,
+            in_distribution=k in self.spec.in_distribution,
+            distance=distance,
+            side=side,
+            language_instruction=self.spec.language_instruction,
+            operator_instruction=self.render_operator_instruction(k, params),
+        )
+
+    def levels(self, ks: Iterable[int] | None = None) -> list[Level]:
+        return [self.level(k) for k in (self.level_range() if ks is None else ks)]
+
+    def render_operator_instruction(self, k: int, params: tuple[ParameterValue, ...] | None = None) -> str:
+        template = self.spec.operator_instruction
+        if template is None:
+            return ""
+        if isinstance(template, dict):
+            template = template.get(str(k), template.get("default", ""))
+        params = params if params is not None else tuple(self._values(k))
+        return template.format_map(self._template_fields(k, params))
+
+    def _template_fields(self, k: int, params: tuple[ParameterValue, ...]) -> dict:
+        distance, _ = self.distance(k)
+        fields = {"k": k, "steps": distance, "abs_k": abs(k)}
+        fields.update({p.name: p.value for p in params})
+        if not self.is_composed:
+            p = self.spec.parameter
+            fields.update(value=params[0].value, unit=p.unit, step=abs(p.step), base=p.base)
+        return fields
+
+
+class AxisLibrary:
+    """All axes known to IndGen: config/axes/*.yaml plus any files named explicitly."""
+
+    def __init__(self, directories: Iterable[Path] | None = None):
+        self.directories = list(directories) if directories is not None else [paths.config_dir() / "axes"]
+        self._specs: dict[str, tuple[AxisSpec, Path]] = {}
+        self._axes: dict[str, Axis] = {}
+        for directory in self.directories:
+            for path in sorted(Path(directory).glob("*.yaml")):
+                self.add_file(path)
+
+    def add_file(self, path: Path) -> AxisSpec:
+        path = Path(path)
+        spec = load_model(path, AxisSpec, data=read_yaml_mapping(path))
+        if path.stem != spec.name:
+            raise ConfigError(path, f"axis name '{spec.name}' must match the file name '{path.stem}.yaml'",
+                              field="name")
+        previous = self._specs.get(spec.name)
+        if previous and previous[1].resolve() != path.resolve():
+            raise ConfigError(path, f"axis '{spec.name}' is already defined in {previous[1]}", field="name")
+        self._specs[spec.name] = (spec, path)
+        self._axes.pop(spec.name, None)
+        return spec
+
+    def names(self) -> list[str]:
+        return sorted(self._specs)
+
+    def get(self, name: str) -> Axis:
+        if name in self._axes:
+            return self._axes[name]
+        if name not in self._specs:
+            guess = difflib.get_close_matches(name, self._specs, n=1)
+            hint = f"; did you mean '{guess[0]}'?" if guess else f"; known axes: {', '.join(self.names())}"
+            raise UnknownAxisError(f"unknown axis '{name}'{hint}")
+        return self._resolve(name, stack=())
+
+    def all(self) -> list[Axis]:
+        return [self.get(n) for n in self.names()]
+
+    def _resolve(self, name: str, stack: tuple[str, ...]) -> Axis:
+        spec, path = self._specs[name]
+        axis = Axis(spec, path)
+        if spec.compose:
+            for i, comp in enumerate(spec.compose):
+                where = f"compose[{i}].axis"
+                if comp.axis in stack or comp.axis == name:
+                    raise ConfigError(path, f"composition refers back to '{comp.axis}' (a cycle)", field=where)
+                if comp.axis not in self._specs:
+                    raise ConfigError(path, f"unknown axis '{comp.axis}'; known axes: {', '.join(self.names())}",
+                                      field=where)
+                inner = self._resolve(comp.axis, (*stack, name))
+                if inner.is_composed:
+                    raise ConfigError(path, f"'{comp.axis}' is itself a composition; compose single axes",
+                                      field=where)
+                axis.components.append((inner, comp.level))
+            moved = axis.moved_parameters
+            if len(set(moved)) != len(moved):
+                raise ConfigError(path, f"the composed axes move the same parameter twice ({moved})", field="compose")
+            for k in axis.level_range():
+                for inner, mode in axis.components:
+                    kk = abs(k) if mode == "abs" else k
+                    if kk not in inner.level_range():
+                        raise ConfigError(path, f"level {k} needs level {kk} of '{inner.name}', which only has "
+                                          f"{inner.spec.levels.min}..{inner.spec.levels.max}", field="levels")
+        self._check_template(axis)
+        self._axes[name] = axis
+        return axis
+
+    @staticmethod
+    def _check_template(axis: Axis) -> None:
+        template = axis.spec.operator_instruction
+        if template is None:
+            return
+        texts = template.items() if isinstance(template, dict) else [("", template)]
+        for key, text in texts:
+            where = "operator_instruction" + (f".{key}" if key else "")
+            try:
+                names = [f for _, f, _, _ in string.Formatter().parse(text) if f is not None]
+            except ValueError as exc:
+                raise ConfigError(axis.path, f"is not a valid template ({exc})", field=where) from None
+            known = set(axis._template_fields(0, tuple(axis._values(axis.spec.in_distribution[0]))))
+            for name in names:
+                base = re.split(r"[.\[]", name, maxsplit=1)[0]
+                if base not in known:
+                    raise ConfigError(axis.path, f"unknown placeholder {{{name}}}; known: "
+                                      f"{', '.join('{' + n + '}' for n in sorted(known))}", field=where)
+        try:
+            for k in axis.level_range():
+                axis.render_operator_instruction(k)
+        except (ValueError, IndexError, KeyError) as exc:
+            raise ConfigError(axis.path, f"cannot be rendered ({exc})", field="operator_instruction") from None
+
+
+_default_library: AxisLibrary | None = None
+
+
+def library() -> AxisLibrary:
+    """The library of the installed config/axes (loaded once)."""
+    global _default_library
+    if _default_library is None:
+        _default_library = AxisLibrary()
+    return _default_library
+
+
+def load_axis(name_or_path: str | Path, lib: AxisLibrary | None = None) -> Axis:
+    """An axis by name, or from a YAML file path (resolved against the library for compositions)."""
+    lib = lib or library()
+    candidate = Path(name_or_path)
+    if candidate.suffix in (".yaml", ".yml") or candidate.is_file():
+        spec = lib.add_file(candidate)
+        return lib.get(spec.name)
+    return lib.get(str(name_or_path))

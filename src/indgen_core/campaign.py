@@ -1,0 +1,199 @@
+"""Campaigns: an axis, a world, one or more policies, N trials per level.
+
+Planning runs the protocol checks of Definition 4 on the levels the campaign will run,
+refuses uncertified levels unless the user overrides explicitly (the override and its reason
+are written into the results), and writes the whole plan into the store in one transaction.
+Every trial's setup is then rebuilt from the store alone, so a resumed campaign runs exactly
+the setups it planned even if the axis file changed since.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from indgen_core import plan as plan_mod
+from indgen_core import protocol
+from indgen_core.axes import SLUG, Axis, AxisLibrary, Level, ParameterValue, library
+from indgen_core.configfile import ConfigError, load_model
+from indgen_core.errors import IndGenError
+from indgen_core.records import TaskSetup
+from indgen_core.store import CampaignRecord, ResultsStore
+
+EVALUATE, CERTIFY = "evaluate", "certify"
+
+
+class AdaptiveConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = True
+    min_trials: int = Field(5, ge=1)
+
+
+class CampaignConfig(BaseModel):
+    """The YAML schema of a campaign (config/campaigns/*.yaml)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    axis: str
+    world: str
+    policies: list[str] = Field(min_length=1)
+    trials_per_level: int = Field(ge=1)
+    levels: list[int] | None = Field(None, description="default: every level of the axis")
+    seed: int = Field(0, ge=0)
+    seeds: list[int] | None = Field(None, description="fixed seeds per trial index instead of derived ones")
+    order: Literal["interleaved", "sequential"] | None = Field(None, description="default: the axis' order")
+    purpose: Literal["evaluate", "certify"] = EVALUATE
+    adaptive: AdaptiveConfig | None = None
+    max_steps: int = Field(0, ge=0, description="0: the world's default")
+    world_options: dict[str, Any] = {}
+    group: str = ""
+    break_threshold: float | None = Field(None, gt=0, lt=1)
+
+    @field_validator("name", "world")
+    @classmethod
+    def _slug(cls, v: str) -> str:
+        if not SLUG.match(v):
+            raise ValueError(f"must be a lower-case identifier (letters, digits, _), got {v!r}")
+        return v
+
+    @field_validator("policies")
+    @classmethod
+    def _policies(cls, v: list[str]) -> list[str]:
+        for p in v:
+            if not re.fullmatch(r"[A-Za-z0-9_.:\-]+", p):
+                raise ValueError(f"policy names use letters, digits and _ . : - only, got {p!r}")
+        if len(set(v)) != len(v):
+            raise ValueError(f"policies are listed twice: {v}")
+        return v
+
+
+def load_campaign_config(path: str | Path) -> CampaignConfig:
+    return load_model(path, CampaignConfig)
+
+
+def _axis_snapshot(axis: Axis, levels: list[Level]) -> dict[str, Any]:
+    return {
+        "name": axis.name,
+        "regime": axis.spec.regime,
+        "in_distribution": list(axis.spec.in_distribution),
+        "break_threshold": axis.spec.break_threshold,
+        "physical": axis.physical,
+        "moved": axis.moved_parameters,
+        "levels": {str(lv.k): dataclasses.asdict(lv) for lv in levels},
+    }
+
+
+def level_from_snapshot(snapshot: dict[str, Any], k: int) -> Level:
+    data = dict(snapshot["levels"][str(k)])
+    data["parameters"] = tuple(ParameterValue(**p) for p in data["parameters"])
+    return Level(**data)
+
+
+def new_campaign_id(name: str) -> str:
+    return f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{int(time.time() * 1e6) % 1_000_000:06d}"
+
+
+def plan_campaign(store: ResultsStore, config: CampaignConfig, campaign_id: str | None = None,
+                  allow_uncertified: bool = False, override_reason: str = "",
+                  axes: AxisLibrary | None = None, source: str = "config") -> CampaignRecord:
+    """Check the progression, check feasibility certificates, write the plan; returns the record."""
+    axes = axes or library()
+    axis = axes.get(config.axis)
+    if config.world not in axis.spec.worlds:
+        raise ConfigError(source, f"axis '{axis.name}' is defined for worlds {axis.spec.worlds}, "
+                          f"not '{config.world}'", field="world")
+    ks = config.levels if config.levels is not None else list(axis.level_range())
+    bad = [k for k in ks if k not in axis.level_range()]
+    if bad:
+        raise ConfigError(source, f"levels {bad} are outside the axis' range "
+                          f"{axis.spec.levels.min}..{axis.spec.levels.max}", field="levels")
+    levels = axis.levels(sorted(set(ks)))
+    report = protocol.check_progression(axis, levels)
+    structural = report.violations()
+    if structural:
+        first = structural[0]
+        raise protocol.ProtocolViolation(
+            f"axis '{axis.name}' fails the {first.check.replace('_', ' ')} check of Definition 4: {first.detail}"
+            + (f" (and {len(structural) - 1} more)" if len(structural) > 1 else ""))
+
+    certified: dict[int, str | None] = {}
+    if config.purpose == EVALUATE:
+        for lv in levels:
+            cert = store.certificate(protocol.certificate_key(config.world, axis.name, lv, config.world_options))
+            certified[lv.k] = (f"certified by {cert['policy']} ({cert['successes']}/{cert['n']} in campaign "
+                               f"{cert['campaign_id']})") if cert else None
+        report.findings += protocol.check_feasibility(levels, certified)
+        missing = [k for k, c in certified.items() if c is None]
+        if missing and not allow_uncertified:
+            raise protocol.ProtocolViolation(
+                f"levels {missing} of axis '{axis.name}' in world '{config.world}' have no feasibility certificate "
+                f"in {store.path}: run the oracle first (a campaign with purpose: certify) or pass "
+                "--allow-uncertified with --reason, which is recorded with the results")
+        if missing and not override_reason.strip():
+            raise IndGenError("--allow-uncertified needs --reason: say why scoring uncertified levels is acceptable")
+    override = config.purpose == EVALUATE and any(c is None for c in certified.values())
+
+    campaign_id = campaign_id or new_campaign_id(config.name)
+    distance = {lv.k: lv.distance for lv in levels}
+    order = config.order or axis.spec.order
+    trials = plan_mod.make_plan(config.policies, [lv.k for lv in levels], config.trials_per_level, config.seed,
+                                order, distance, config.seeds)
+    now = time.time()
+    record = CampaignRecord(
+        id=campaign_id, name=config.name, axis=axis.name, world=config.world, purpose=config.purpose,
+        group_name=config.group, order_mode=order, seed=config.seed, config=config.model_dump(),
+        axis_snapshot=_axis_snapshot(axis, levels),
+        protocol={"findings": [dataclasses.asdict(f) for f in report.findings], "summary": report.summary()},
+        override_uncertified=override, override_reason=override_reason.strip() if override else "",
+        status="planned", created_at=now, updated_at=now,
+    )
+    store.create_campaign(record, trials)
+    return record
+
+
+def setup_for(record: CampaignRecord, trial: plan_mod.PlannedTrial) -> TaskSetup:
+    level = level_from_snapshot(record.axis_snapshot, trial.level)
+    return TaskSetup(
+        campaign_id=record.id, trial_id=trial.trial_id, world=record.world, axis=record.axis, level=trial.level,
+        in_distribution=level.in_distribution, parameters=level.parameters, trial_index=trial.trial_index,
+        seed=trial.seed, policy=trial.policy, language_instruction=level.language_instruction or "",
+        operator_instruction=level.operator_instruction, max_steps=int(record.config.get("max_steps", 0)),
+        options=dict(record.config.get("world_options", {})),
+    )
+
+
+def adaptive_rule(record: CampaignRecord) -> plan_mod.AdaptiveRule | None:
+    cfg = record.config.get("adaptive")
+    if not cfg or not cfg.get("enabled", True):
+        return None
+    return plan_mod.AdaptiveRule(threshold=break_threshold(record), min_trials=cfg.get("min_trials", 5))
+
+
+def break_threshold(record: CampaignRecord) -> float:
+    return record.config.get("break_threshold") or record.axis_snapshot.get("break_threshold", 0.2)
+
+
+def refresh_certificates(store: ResultsStore, record: CampaignRecord) -> int:
+    """For a certify campaign: record each level with at least one oracle success as certified.
+    Feasibility is an existence claim, so one success proves it; n and successes are kept."""
+    if record.purpose != CERTIFY:
+        return 0
+    written = 0
+    for (policy, k), c in store.counts(record.id).items():
+        scored = c["success"] + c["failure"] + c["timeout"]
+        if c["success"] == 0:
+            continue
+        level = level_from_snapshot(record.axis_snapshot, k)
+        options = record.config.get("world_options", {})
+        key = protocol.certificate_key(record.world, record.axis, level, options)
+        store.add_certificate(key, record.world, record.axis, k,
+                              [dataclasses.asdict(p) for p in level.parameters], options, policy, scored,
+                              c["success"], record.id)
+        written += 1
+    return written

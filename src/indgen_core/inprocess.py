@@ -1,0 +1,50 @@
+"""Running trials without ROS: the world and the policies in this process (or a policy
+server reached over openpi's websocket protocol). Used by `indgen campaign run`, benchmarks
+and the BlockEnv evaluation; the ROS graph runs the very same episode loop."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from indgen_core import registry
+from indgen_core.episode import run_episode
+from indgen_core.policy import Policy
+from indgen_core.records import TaskSetup, TrialResult
+from indgen_core.world import World
+
+
+def make_policy(name: str, endpoints: Mapping[str, str] | None = None) -> Policy:
+    """A registered local policy, or a client of the policy server named in `endpoints`."""
+    if endpoints and name in endpoints:
+        from indgen_core.wire.client import RemotePolicy
+
+        return RemotePolicy(endpoints[name])
+    return registry.make(registry.POLICIES, name)
+
+
+class InProcessExecutor:
+    """Executor (TaskSetup -> TrialResult) over one world instance and lazily built policies."""
+
+    def __init__(self, world: str | World, endpoints: Mapping[str, str] | None = None,
+                 policies: Mapping[str, Policy] | None = None):
+        self.world = registry.make(registry.WORLDS, world) if isinstance(world, str) else world
+        self.spec = registry.make(registry.SPECS, self.world.spec)
+        self.endpoints = dict(endpoints or {})
+        self.policies: dict[str, Policy] = dict(policies or {})
+
+    def policy(self, name: str) -> Policy:
+        if name not in self.policies:
+            self.policies[name] = make_policy(name, self.endpoints)
+        return self.policies[name]
+
+    def __call__(self, setup: TaskSetup) -> TrialResult:
+        policy = self.policy(setup.policy)
+        policy.reset()
+        return run_episode(self.world, policy.infer, self.spec, setup)
+
+    def close(self) -> None:
+        for p in self.policies.values():
+            close = getattr(p, "close", None)
+            if close:
+                close()
+        self.world.close()

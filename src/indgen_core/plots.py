@@ -1,0 +1,73 @@
+"""Plots in the style of the paper's Figures 3-4: success rate per level, one line per
+policy with its 95% interval as a band, the in-distribution level(s) shaded, the break
+threshold dashed, and each policy's break level marked."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from indgen_core.analysis import CampaignSummary
+
+FIGSIZE_IN = (7.0, 4.5)
+DPI = 150
+IMAGE_SIZE = (int(FIGSIZE_IN[0] * DPI), int(FIGSIZE_IN[1] * DPI))  # (width, height) in pixels
+
+
+def success_curves(summaries: Sequence[CampaignSummary], path: Path, title: str | None = None) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=FIGSIZE_IN, dpi=DPI)
+    try:
+        threshold = summaries[0].threshold
+        ids = sorted({k for s in summaries for k in s.in_distribution})
+        all_levels = sorted({lv.level for s in summaries for c in s.curves for lv in c.levels})
+        if ids:
+            ax.axvspan(min(ids) - 0.5, max(ids) + 0.5, color="0.92", zorder=0,
+                       label="in distribution" if len(ids) > 1 else f"in distribution (k={ids[0]})")
+        ax.axhline(threshold * 100, color="0.4", ls="--", lw=1, label=f"break threshold ({threshold:.0%})")
+        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        multi = len(summaries) > 1 and len({s.record.id for s in summaries}) > 1
+        i = 0
+        for s in summaries:
+            for curve in s.curves:
+                pts = [lv for lv in curve.levels if lv.n > 0]
+                if not pts:
+                    continue
+                color = colors[i % len(colors)]
+                i += 1
+                x = [lv.level for lv in pts]
+                y = [lv.rate * 100 for lv in pts]
+                low = [lv.interval[0] * 100 for lv in pts]
+                high = [lv.interval[1] * 100 for lv in pts]
+                label = curve.policy + (f" ({s.record.name})" if multi and s.record.name != curve.policy else "")
+                ax.fill_between(x, low, high, color=color, alpha=0.15, lw=0)
+                ax.plot(x, y, "-o", color=color, lw=2, ms=5, label=label)
+                for side, k in curve.breaks.point.items():
+                    if k is None:
+                        continue
+                    lv = curve.level(k)
+                    ax.plot([k], [lv.rate * 100], marker="X", color=color, ms=12, mec="black", mew=0.8,
+                            zorder=5, label=None)
+                    ax.annotate(f"breaks k={k}", (k, lv.rate * 100), textcoords="offset points",
+                                xytext=(6, 8 if side > 0 else -14), fontsize=8, color=color)
+        ax.set_xticks(all_levels)
+        ax.set_xticklabels([f"τ{k}" for k in all_levels])
+        ax.set_xlim(min(all_levels, default=0) - 0.5, max(all_levels, default=1) + 0.5)
+        ax.set_ylim(-3, 103)
+        ax.set_ylabel("success rate (%)")
+        axis = summaries[0].record.axis
+        ax.set_xlabel(f"level k along axis '{axis}'")
+        ax.set_title(title or f"Inductive generalization along '{axis}' ({summaries[0].record.world})")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="best", framealpha=0.9)
+        fig.tight_layout()
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=DPI)
+    finally:
+        plt.close(fig)
+    return path

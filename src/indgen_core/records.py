@@ -1,0 +1,104 @@
+"""The plain-Python records that cross every boundary: a trial's task setup and its result.
+
+They mirror indgen_msgs/TaskSetup and EpisodeResult field by field (nodes/convert.py maps
+one to the other), so the core, the store and in-process loops never need ROS.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from indgen_core.axes import ParameterValue
+
+
+class Outcome(enum.IntEnum):
+    """Same numbers as EpisodeResult.OUTCOME_*."""
+
+    SUCCESS = 0
+    FAILURE = 1
+    TIMEOUT = 2
+    ABORTED = 3
+    INVALID = 4
+
+    @property
+    def scored(self) -> bool:
+        """Counts in a success rate (success, failure, timeout); aborted and invalid do not."""
+        return self in (Outcome.SUCCESS, Outcome.FAILURE, Outcome.TIMEOUT)
+
+    @property
+    def final(self) -> bool:
+        """Ends the trial; an aborted trial is run again."""
+        return self is not Outcome.ABORTED
+
+    @classmethod
+    def parse(cls, text: str | int | Outcome) -> Outcome:
+        if isinstance(text, Outcome):
+            return text
+        if isinstance(text, int):
+            return cls(text)
+        try:
+            return cls[text.strip().upper()]
+        except KeyError:
+            raise ValueError(f"unknown outcome {text!r}; expected one of {[o.name.lower() for o in cls]}") from None
+
+
+class Source(enum.IntEnum):
+    """Same numbers as EpisodeResult.SOURCE_*."""
+
+    AUTO = 0
+    OPERATOR = 1
+
+
+@dataclass(frozen=True)
+class TaskSetup:
+    """tau_k of one trial (indgen_msgs/TaskSetup)."""
+
+    campaign_id: str
+    trial_id: str
+    world: str
+    axis: str
+    level: int
+    in_distribution: bool
+    parameters: tuple[ParameterValue, ...]
+    trial_index: int
+    seed: int
+    policy: str
+    language_instruction: str = ""
+    operator_instruction: str = ""
+    max_steps: int = 0
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def value(self, name: str, default: float | None = None) -> float:
+        for p in self.parameters:
+            if p.name == name:
+                return p.value
+        if default is not None:
+            return default
+        raise KeyError(f"setup {self.trial_id} has no parameter '{name}' (has {[p.name for p in self.parameters]})")
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    """The outcome of one episode (indgen_msgs/EpisodeResult)."""
+
+    trial_id: str
+    outcome: Outcome
+    reason: str = ""
+    partial_score: float = 0.0
+    steps: int = 0
+    duration_s: float = 0.0
+    wall_time_s: float = 0.0
+    source: Source = Source.AUTO
+    artifacts: tuple[str, ...] = ()
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def success(self) -> bool:
+        return self.outcome is Outcome.SUCCESS

@@ -1,0 +1,240 @@
+"""Reports: a table on the terminal, and Markdown, self-contained HTML, PNG plots and a JSON
+summary on disk, for one campaign or several shown together (one line per policy)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from indgen_core import plots
+from indgen_core.analysis import CampaignSummary, PolicyCurve, summarize
+from indgen_core.campaign import level_from_snapshot
+from indgen_core.store import ResultsStore
+
+
+@dataclass
+class ReportFiles:
+    directory: Path
+    markdown: Path
+    html: Path
+    json: Path
+    plots: list[Path]
+
+
+def _fmt_params(summary: CampaignSummary, k: int) -> str:
+    level = level_from_snapshot(summary.record.axis_snapshot, k)
+    moved = set(summary.record.axis_snapshot.get("moved", []))
+    return ", ".join(f"{p.name}={p.value:g} {p.unit}" for p in level.parameters if p.name in moved or not moved)
+
+
+def level_rows(summary: CampaignSummary, curve: PolicyCurve) -> list[dict[str, Any]]:
+    rows = []
+    for lv in curve.levels:
+        low, high = lv.interval
+        tags = []
+        if lv.in_distribution:
+            tags.append("ID")
+        if lv.level in curve.breaks.point.values():
+            tags.append("BREAK")
+        rows.append({
+            "policy": curve.policy, "k": lv.level, "parameters": _fmt_params(summary, lv.level), "n": lv.n,
+            "successes": lv.successes, "invalid": lv.invalid, "rate": lv.rate, "ci_low": low, "ci_high": high,
+            "verdict": lv.verdict, "tags": " ".join(tags),
+        })
+    return rows
+
+
+def _break_text(curve: PolicyCurve) -> str:
+    parts = []
+    for side in sorted(curve.breaks.point, reverse=True):
+        name = {1: "k>0", -1: "k<0"}.get(side, "")
+        point, cons, k_star = curve.breaks.point[side], curve.breaks.conservative[side], curve.breaks.k_star[side]
+        text = f"breaks at k={point}" if point is not None else "no break"
+        text += f", conservative k={cons}" if cons is not None else ", conservative: none"
+        text += f", k*={k_star}" if k_star is not None else ", k*: none (fails in distribution)"
+        parts.append(f"{name}: {text}" if len(curve.breaks.point) > 1 else text)
+    return "; ".join(parts) or "no levels outside the in-distribution set were run"
+
+
+def summary_json(summaries: Sequence[CampaignSummary]) -> dict[str, Any]:
+    out = []
+    for s in summaries:
+        out.append({
+            "campaign_id": s.record.id, "name": s.record.name, "axis": s.record.axis, "world": s.record.world,
+            "purpose": s.record.purpose, "regime": s.record.axis_snapshot.get("regime"),
+            "in_distribution": s.in_distribution, "break_threshold": s.threshold,
+            "protocol": s.record.protocol.get("summary", {}),
+            "override_uncertified": s.record.override_uncertified, "override_reason": s.record.override_reason,
+            "policies": [{
+                "policy": c.policy,
+                "levels": level_rows(s, c),
+                "break_point": {str(k): v for k, v in c.breaks.point.items()},
+                "break_conservative": {str(k): v for k, v in c.breaks.conservative.items()},
+                "k_star": {str(k): v for k, v in c.breaks.k_star.items()},
+                "monotonicity": None if c.monotonicity is None else {
+                    "monotone": c.monotonicity.monotone, "strict": c.monotonicity.strictly_monotone,
+                    "kendall_tau": _num(c.monotonicity.tau), "p_value": _num(c.monotonicity.p_value),
+                    "reversals": [vars(r) | {"significant": r.significant} for r in c.monotonicity.reversals],
+                },
+                "pending": c.pending, "skipped": c.skipped, "aborted_attempts": c.aborted_attempts,
+            } for c in s.curves],
+            "comparisons": [{"a": a, "b": b, "level": cmp.level, "difference": cmp.difference,
+                             "ci": list(cmp.interval), "p_value": cmp.p_value} for a, b, cmp in s.comparisons],
+            "invalid_trials": s.invalid,
+        })
+    return {"campaigns": out}
+
+
+def _num(x: float) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+def markdown(summaries: Sequence[CampaignSummary], plot_names: Sequence[str], images: dict[int, str]) -> str:
+    first = summaries[0].record
+    lines = [f"# IndGen report: axis `{first.axis}` in `{first.world}`", ""]
+    for name in plot_names:
+        lines += [f"![success per level]({name})", ""]
+    for s in summaries:
+        r = s.record
+        lines += [f"## Campaign `{r.id}`", "",
+                  f"- purpose: {r.purpose}; regime: {s.record.axis_snapshot.get('regime')}; "
+                  f"in distribution: k={s.in_distribution}; break threshold: {s.threshold:.0%}",
+                  f"- order: {r.order_mode}; seed: {r.seed}; status: {r.status}"]
+        checks = r.protocol.get("summary", {})
+        if checks:
+            lines.append("- Definition 4: " + ", ".join(f"{k.replace('_', ' ')} {'ok' if v else 'FAILED'}"
+                                                         for k, v in checks.items()))
+        if r.override_uncertified:
+            lines.append(f"- **uncertified levels scored by explicit override**: {r.override_reason}")
+        lines.append("")
+        for c in s.curves:
+            lines += [f"### Policy `{c.policy}`: {_break_text(c)}", "",
+                      "| k | parameters | n | successes | rate | 95% CI | verdict | |",
+                      "|---|---|---|---|---|---|---|---|"]
+            for row in level_rows(s, c):
+                lines.append(f"| {row['k']} | {row['parameters']} | {row['n']} | {row['successes']} | "
+                             f"{row['rate']:.0%} | [{row['ci_low']:.0%}, {row['ci_high']:.0%}] | {row['verdict']} | "
+                             f"{row['tags']} |")
+            lines.append("")
+            if c.monotonicity is not None:
+                lines += [f"Monotonicity (black-box check, Appendix B): {c.monotonicity.describe()}", ""]
+            if c.pending or c.skipped or c.aborted_attempts:
+                lines += [f"Pending trials: {c.pending}; skipped by the adaptive rule: {c.skipped}; "
+                          f"aborted attempts (re-run): {c.aborted_attempts}", ""]
+        if s.comparisons:
+            lines += ["### Policy comparisons (Fisher exact, Newcombe 95% CI of the difference)", "",
+                      "| k | A | B | A - B | 95% CI | p |", "|---|---|---|---|---|---|"]
+            for a, b, cmp in s.comparisons:
+                lines.append(f"| {cmp.level} | {a} | {b} | {cmp.difference:+.0%} | "
+                             f"[{cmp.interval[0]:+.0%}, {cmp.interval[1]:+.0%}] | {cmp.p_value:.3g} |")
+            lines.append("")
+        if s.invalid:
+            lines += ["### Invalid setups (not scored)", ""]
+            lines += [f"- {i['trial_id']}: {i['reason']}" for i in s.invalid]
+            lines.append("")
+    if images:
+        lines += ["## One image per level", ""]
+        lines += [f"**k={k}**\n\n![k={k}]({name})\n" for k, name in sorted(images.items())]
+    return "\n".join(lines) + "\n"
+
+
+_CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
+th{background:#f3f3f3}td:nth-child(2){text-align:left}img{max-width:100%}.levels img{width:220px;margin:4px}
+code{background:#f3f3f3;padding:1px 4px}"""
+
+
+def _md_to_html(md: str, files: dict[str, Path]) -> str:
+    """Just enough Markdown for our own reports (headings, lists, tables, images, code)."""
+    out, table = [], []
+
+    def flush():
+        if table:
+            rows = [r for r in table if not set(r.replace("|", "").strip()) <= {"-"}]
+            cells = [[c.strip() for c in r.strip().strip("|").split("|")] for r in rows]
+            out.append("<table>" + "".join(
+                "<tr>" + "".join(f"<{'th' if i == 0 else 'td'}>{_inline(c)}</{'th' if i == 0 else 'td'}>" for c in row)
+                + "</tr>" for i, row in enumerate(cells)) + "</table>")
+            table.clear()
+
+    def _inline(text: str) -> str:
+        import re
+
+        text = html.escape(text)
+        text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
+        return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
+
+    for line in md.splitlines():
+        if line.startswith("|"):
+            table.append(line)
+            continue
+        flush()
+        if line.startswith("!["):
+            name = line[line.index("(") + 1: line.rindex(")")]
+            data = base64.b64encode(files[name].read_bytes()).decode()
+            out.append(f'<img alt="{html.escape(name)}" src="data:image/png;base64,{data}">')
+        elif line.startswith("#"):
+            level = len(line) - len(line.lstrip("#"))
+            out.append(f"<h{level}>{_inline(line[level:].strip())}</h{level}>")
+        elif line.startswith("- "):
+            out.append(f"<li>{_inline(line[2:])}</li>")
+        elif line.strip():
+            out.append(f"<p>{_inline(line)}</p>")
+    flush()
+    return "\n".join(out)
+
+
+def write_report(store: ResultsStore, campaign_ids: Sequence[str], out_dir: Path) -> ReportFiles:
+    summaries = [summarize(store, cid) for cid in campaign_ids]
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plot = plots.success_curves(summaries, out_dir / "success_per_level.png")
+    files = {plot.name: plot}
+    images: dict[int, str] = {}
+    for s in summaries:
+        for art in store.artifacts(s.record.id, kind="level_image"):
+            src = Path(art["path"])
+            if art["level"] is not None and src.is_file() and art["level"] not in images:
+                images[art["level"]] = src.name if src.parent == out_dir else str(src)
+                files[images[art["level"]]] = src
+    md = markdown(summaries, [plot.name], images)
+    md_path = out_dir / "report.md"
+    md_path.write_text(md)
+    html_path = out_dir / "report.html"
+    html_path.write_text(f"<!doctype html><html><head><meta charset='utf-8'><title>IndGen report</title>"
+                         f"<style>{_CSS}</style></head><body>{_md_to_html(md, files)}</body></html>")
+    json_path = out_dir / "summary.json"
+    json_path.write_text(json.dumps(summary_json(summaries), indent=2, default=str))
+    for s in summaries:
+        store.add_artifact(s.record.id, "report", str(html_path))
+    return ReportFiles(out_dir, md_path, html_path, json_path, [plot])
+
+
+def print_table(summaries: Sequence[CampaignSummary], console=None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    for s in summaries:
+        for c in s.curves:
+            table = Table(title=f"{s.record.id}: {c.policy} on '{s.record.axis}' ({s.record.world}) - {_break_text(c)}")
+            for col in ("k", "parameters", "n", "succ.", "rate", "95% CI", "verdict", ""):
+                table.add_column(col, justify="left" if col == "parameters" else "right")
+            for row in level_rows(s, c):
+                style = "bold red" if "BREAK" in row["tags"] else ("dim" if row["n"] == 0 else "")
+                table.add_row(str(row["k"]), row["parameters"], str(row["n"]), str(row["successes"]),
+                              f"{row['rate']:.0%}", f"[{row['ci_low']:.0%}, {row['ci_high']:.0%}]", row["verdict"],
+                              row["tags"], style=style)
+            console.print(table)
+            if c.monotonicity is not None:
+                console.print(f"  monotonicity (black-box): {c.monotonicity.describe()}")
+        if s.record.override_uncertified:
+            console.print(f"  [yellow]uncertified levels scored by override:[/] {s.record.override_reason}")
+        if s.invalid:
+            console.print(f"  invalid setups (not scored): {len(s.invalid)}")

@@ -1,0 +1,63 @@
+"""`indgen campaign ...` end to end on the toy world, in child processes."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import toy_setup
+
+
+def indgen(env, *args):
+    return subprocess.run([sys.executable, "-m", "indgen_core.cli", *args], env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_plan_run_status_export_list(monkeypatch, tmp_path):
+    env = dict(os.environ, **toy_setup.toy_env(monkeypatch, tmp_path))
+    db = str(tmp_path / "r.sqlite")
+    cert = toy_setup.campaign_yaml(tmp_path, "cert", purpose="certify", trials_per_level=4, levels=[0, 1])
+    proc = indgen(env, "campaign", "run", str(cert), "--id", "cert-1", "--db", db)
+    assert proc.returncode == 0, proc.stderr
+    assert "ran 8 trials" in proc.stdout
+
+    cfg = toy_setup.campaign_yaml(tmp_path, "eval", levels=[0, 1, 2], trials_per_level=3)
+    proc = indgen(env, "campaign", "plan", str(cfg), "--id", "eval-1", "--db", db)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith("indgen: error: levels [2] of axis 'toy_depth' in world 'toy' have no "
+                                          "feasibility certificate")
+    proc = indgen(env, "campaign", "run", str(cfg), "--id", "eval-1", "--db", db, "--allow-uncertified",
+                  "--reason", "k=2 was never certified")
+    assert proc.returncode == 0, proc.stderr
+
+    status = indgen(env, "campaign", "status", "eval-1", "--db", db)
+    assert status.returncode == 0
+    assert "9/9 trials finished" in status.stdout
+    assert "uncertified levels allowed: k=2 was never certified" in status.stdout
+
+    out = tmp_path / "eval.csv"
+    assert indgen(env, "campaign", "export", "eval-1", "--db", db, "--out", str(out)).returncode == 0
+    assert len(list(csv.DictReader(out.open()))) == 9
+    jout = tmp_path / "eval.json"
+    proc = indgen(env, "campaign", "export", "eval-1", "--db", db, "--format", "json", "--out", str(jout))
+    assert proc.returncode == 0
+    assert json.loads(jout.read_text())["campaign"]["override_reason"] == "k=2 was never certified"
+
+    listing = indgen(env, "campaign", "list", "--db", db)
+    assert "cert-1" in listing.stdout and "eval-1" in listing.stdout
+
+    missing = indgen(env, "campaign", "status", "nope", "--db", db)
+    assert missing.returncode == 2 and "no campaign 'nope'" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_malformed_campaign_config_is_one_sentence(monkeypatch, tmp_path):
+    env = dict(os.environ, **toy_setup.toy_env(monkeypatch, tmp_path))
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text("name: bad\naxis: toy_depth\nworld: toy\npolicies: [skilled]\ntrials_per_level: 0\n")
+    proc = indgen(env, "campaign", "plan", str(cfg), "--db", str(tmp_path / "r.sqlite"))
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"indgen: error: {cfg}: field 'trials_per_level': input should be greater than or " \
+                                  "equal to 1"

@@ -1,0 +1,78 @@
+"""Reports for a campaign with two policies: table, Markdown, self-contained HTML, PNG, JSON."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import toy_setup
+import toy_world
+from PIL import Image
+
+from indgen_core import plots
+from indgen_core.inprocess import InProcessExecutor
+from indgen_core.runner import run_campaign
+from indgen_core.store import ResultsStore
+
+
+@pytest.fixture
+def two_policy_campaign(monkeypatch, tmp_path):
+    toy_setup.toy_env(monkeypatch, tmp_path)
+    db = tmp_path / "r.sqlite"
+    with ResultsStore(db) as store:
+        record = toy_setup.plan_toy(store, tmp_path, policies=["skilled", "clumsy"], trials_per_level=12)
+        run_campaign(store, record.id, InProcessExecutor(toy_world.ToyWorld(0.0)))
+    return db, record.id
+
+
+def test_report_command_writes_html_png_markdown_and_json(two_policy_campaign, tmp_path):
+    db, cid = two_policy_campaign
+    out = tmp_path / "report"
+    proc = subprocess.run([sys.executable, "-m", "indgen_core.cli", "report", cid, "--db", str(db), "--out", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "skilled" in proc.stdout and "clumsy" in proc.stdout and "95% CI" in proc.stdout
+
+    png = out / "success_per_level.png"
+    with Image.open(png) as img:
+        assert img.format == "PNG"
+        assert img.size == plots.IMAGE_SIZE == (1050, 675)
+        pixels = np.asarray(img.convert("RGB"), dtype=np.float32)
+    assert pixels.std() > 10  # a drawn plot, not a blank canvas
+    assert len(np.unique(pixels.reshape(-1, 3), axis=0)) > 50  # lines, bands, text in several colours
+
+    html = (out / "report.html").read_text()
+    assert html.startswith("<!doctype html>") and "data:image/png;base64," in html
+    assert "src=\"success_per_level.png\"" not in html  # self-contained
+    for name in ("skilled", "clumsy", "95% CI", "Monotonicity"):
+        assert name in html
+
+    md = (out / "report.md").read_text()
+    assert "![success per level](success_per_level.png)" in md
+    assert "Policy comparisons" in md
+
+    summary = json.loads((out / "summary.json").read_text())
+    camp = summary["campaigns"][0]
+    assert [p["policy"] for p in camp["policies"]] == ["skilled", "clumsy"]
+    for p in camp["policies"]:
+        assert [lv["k"] for lv in p["levels"]] == [0, 1, 2, 3]
+        assert all(lv["n"] == 12 for lv in p["levels"])
+        assert all(0 <= lv["ci_low"] <= lv["rate"] <= lv["ci_high"] <= 1 for lv in p["levels"])
+        assert p["monotonicity"] is not None  # the toy axis is black-box
+    assert camp["protocol"]["feasibility"] is True
+    assert len(camp["comparisons"]) == 4
+
+
+def test_skilled_policy_beats_clumsy_in_the_summary(two_policy_campaign):
+    from indgen_core.analysis import summarize
+
+    db, cid = two_policy_campaign
+    with ResultsStore(db) as store:
+        s = summarize(store, cid)
+    skilled, clumsy = s.curves
+    assert skilled.level(0).rate == 1.0
+    assert sum(lv.successes for lv in skilled.levels) > sum(lv.successes for lv in clumsy.levels)
+    assert skilled.breaks.point[1] is not None  # p(3) = 0.25 x skill: the toy axis breaks

@@ -1,0 +1,159 @@
+"""The results store: durable, atomic, no double counting; planning with feasibility certificates."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+import toy_setup
+
+from indgen_core import protocol
+from indgen_core.campaign import CampaignConfig, plan_campaign, setup_for
+from indgen_core.errors import IndGenError
+from indgen_core.records import Outcome, TrialResult
+from indgen_core.store import DuplicateResult, ResultsStore, StoreError
+
+
+@pytest.fixture
+def toy(monkeypatch, tmp_path):
+    toy_setup.toy_env(monkeypatch, tmp_path)
+    return tmp_path
+
+
+def test_wal_mode_and_default_location(tmp_path, monkeypatch):
+    monkeypatch.setenv("INDGEN_DB", str(tmp_path / "x" / "results.sqlite"))
+    with ResultsStore() as store:
+        assert store.path == tmp_path / "x" / "results.sqlite"
+        assert store._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    monkeypatch.delenv("INDGEN_DB")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    with ResultsStore() as store:
+        assert store.path == tmp_path / "xdg" / "indgen" / "results.sqlite"
+
+
+def test_not_a_store_is_one_sentence(tmp_path):
+    bad = tmp_path / "junk.sqlite"
+    bad.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StoreError, match="not a usable IndGen results store"):
+        ResultsStore(bad)
+
+
+def test_commit_is_final_once_and_aborts_rerun(toy):
+    with ResultsStore(toy / "r.sqlite") as store:
+        record = toy_setup.plan_toy(store, toy)
+        first = store.pending_trials(record.id)[0]
+        assert not store.commit_result(record.id, TrialResult(first.trial_id, Outcome.ABORTED, "server gone"))
+        assert store.pending_trials(record.id)[0] == first  # still pending, runs again
+        assert store.commit_result(record.id, TrialResult(first.trial_id, Outcome.SUCCESS, "ok", steps=3))
+        with pytest.raises(DuplicateResult, match="already has a result"):
+            store.commit_result(record.id, TrialResult(first.trial_id, Outcome.FAILURE, "late duplicate"))
+        rows = {r.trial_id: r for r in store.rows(record.id)}
+        assert rows[first.trial_id].outcome == "success"
+        assert rows[first.trial_id].aborted_attempts == 1
+        counts = store.counts(record.id)[(first.policy, first.level)]
+        assert counts["success"] == 1 and counts["aborted"] == 1 and counts["failure"] == 0
+        with pytest.raises(StoreError, match="has no trial 'nope'"):
+            store.commit_result(record.id, TrialResult("nope", Outcome.SUCCESS))
+
+
+def test_second_process_reads_while_first_writes(toy):
+    db = toy / "r.sqlite"
+    with ResultsStore(db) as store:
+        record = toy_setup.plan_toy(store, toy)
+        trials = store.pending_trials(record.id)
+        store.commit_result(record.id, TrialResult(trials[0].trial_id, Outcome.SUCCESS))
+        code = ("import sys; from indgen_core.store import ResultsStore; s = ResultsStore(sys.argv[1]); "
+                "print(sum(r.status == 'done' for r in s.rows(sys.argv[2])))")
+        out = subprocess.run([sys.executable, "-c", code, str(db), record.id], capture_output=True, text=True)
+        assert out.stdout.strip() == "1", out.stderr
+
+
+def test_export_csv_and_json(toy):
+    with ResultsStore(toy / "r.sqlite") as store:
+        record = toy_setup.plan_toy(store, toy)
+        t = store.pending_trials(record.id)[0]
+        store.commit_result(record.id, TrialResult(t.trial_id, Outcome.TIMEOUT, "slow", steps=5, duration_s=0.5))
+        csv_path = store.export(record.id, toy / "out.csv", "csv")
+        json_path = store.export(record.id, toy / "out.json", "json")
+    rows = list(csv.DictReader(csv_path.open()))
+    assert len(rows) == 16
+    done = next(r for r in rows if r["trial_id"] == t.trial_id)
+    assert done["outcome"] == "timeout" and done["steps"] == "5"
+    doc = json.loads(json_path.read_text())
+    assert doc["campaign"]["id"] == record.id and len(doc["trials"]) == 16
+    assert any(e["kind"] == "created" for e in doc["events"])
+
+
+def test_uncertified_levels_are_refused_then_certified_by_the_oracle(toy):
+    with ResultsStore(toy / "r.sqlite") as store:
+        with pytest.raises(protocol.ProtocolViolation, match=r"levels \[0, 1, 2, 3\] .* no feasibility certificate"):
+            toy_setup.plan_toy(store, toy, certify_first=False)
+        record = toy_setup.plan_toy(store, toy, certify_first=True)
+        assert not record.override_uncertified
+        assert record.protocol["summary"] == {"single_axis": True, "atomic_step": True, "nesting": True,
+                                              "feasibility": True}
+        certs = store.certificates(world="toy", axis="toy_depth")
+        assert {c["level"] for c in certs} >= {0, 1, 2, 3}
+        assert all(c["successes"] >= 1 for c in certs)
+
+
+def test_override_needs_a_reason_and_is_written_into_the_results(toy):
+    lib = toy_setup.AxisLibrary([toy / "config" / "axes"])
+    cfg = CampaignConfig(name="c", axis="toy_depth", world="toy", policies=["skilled"], trials_per_level=2)
+    with ResultsStore(toy / "r.sqlite") as store:
+        with pytest.raises(IndGenError, match="needs --reason"):
+            plan_campaign(store, cfg, allow_uncertified=True, axes=lib)
+        record = plan_campaign(store, cfg, allow_uncertified=True, override_reason="dry run of the rig", axes=lib)
+        again = store.campaign(record.id)
+        assert again.override_uncertified and again.override_reason == "dry run of the rig"
+        assert any(e["kind"] == "override" and "dry run of the rig" in e["message"] for e in store.events(record.id))
+        assert not again.protocol["summary"]["feasibility"]
+
+
+def test_planning_rejects_wrong_world_and_levels(toy):
+    lib = toy_setup.AxisLibrary([toy / "config" / "axes"])
+    with ResultsStore(toy / "r.sqlite") as store:
+        with pytest.raises(IndGenError, match=r"defined for worlds \['toy'\], not 'blockenv'"):
+            plan_campaign(store, CampaignConfig(name="c", axis="toy_depth", world="blockenv", policies=["a"],
+                                                trials_per_level=1), axes=lib)
+        with pytest.raises(IndGenError, match=r"levels \[9\] are outside"):
+            plan_campaign(store, CampaignConfig(name="c", axis="toy_depth", world="toy", policies=["a"],
+                                                trials_per_level=1, levels=[0, 9]), axes=lib)
+        with pytest.raises(protocol.ProtocolViolation, match=r"nesting check.*skip"):
+            plan_campaign(store, CampaignConfig(name="c", axis="toy_depth", world="toy", policies=["a"],
+                                                trials_per_level=1, levels=[0, 2]), axes=lib)
+
+
+def test_setups_come_from_the_store_snapshot(toy):
+    with ResultsStore(toy / "r.sqlite") as store:
+        record = toy_setup.plan_toy(store, toy)
+        trial = next(t for t in store.planned_trials(record.id) if t.level == 2)
+        setup = setup_for(store.campaign(record.id), trial)
+    assert setup.value("depth") == 2.0 and setup.seed == trial.seed and setup.policy == "skilled"
+    assert setup.language_instruction == "do the toy task"
+
+
+def test_a_killed_transaction_leaves_no_partial_result(toy):
+    """A transaction cut off before COMMIT (what SIGKILL does) is rolled back on the next open."""
+    db = toy / "r.sqlite"
+    with ResultsStore(db) as store:
+        record = toy_setup.plan_toy(store, toy)
+        trial = store.pending_trials(record.id)[0]
+    code = f"""
+import os, sqlite3
+db = sqlite3.connect({str(db)!r}, isolation_level=None)
+db.execute("BEGIN IMMEDIATE")
+db.execute("INSERT INTO results VALUES (?,?,'success','x',1,1,1,1,'auto','{{}}',0)",
+           ({record.id!r}, {trial.trial_id!r}))
+os.kill(os.getpid(), 9)
+"""
+    subprocess.run([sys.executable, "-c", code])
+    with ResultsStore(db) as store:
+        assert store.pending_trials(record.id)[0] == trial
+        n = store._db.execute("SELECT COUNT(*) FROM results WHERE campaign_id=?", (record.id,)).fetchone()[0]
+        assert n == 0
+    assert sqlite3.connect(db).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
