@@ -28,8 +28,15 @@ def share_tree(folder: str) -> list[tuple[str, list[str]]]:
     return entries
 
 
+BLOCKENV_MODELS = ("maml", "rnn", "transformer", "transformer_rope", "transformer_goal_action", "trm", "ind",
+                   "equivariant")
+
 NODES = {
     # ROS 2 node executables: `ros2 run indgen <name>` and `indgen launch` start these.
+    "progression_manager": "indgen_core.nodes.progression_manager:main",
+    "scorer": "indgen_core.nodes.scorer:main",
+    "sim_bridge": "indgen_sim.nodes.sim_bridge:main",
+    "policy_node": "indgen_robot.nodes.policy_node:main",
 }
 
 EXTRAS = {
@@ -74,6 +81,20 @@ setup(
         "console_scripts": [
             "indgen = indgen_core.cli:main",
             *(f"{name} = {target}" for name, target in NODES.items()),
+        ],
+        # worlds, observation/action specs, policies and sub-commands, registered by name
+        "indgen.worlds": [
+            "blockenv = indgen_sim.blockenv.world:BlockEnvWorld",
+        ],
+        "indgen.specs": [
+            "blockenv = indgen_core.specs.blockenv:BlockEnvSpec",
+        ],
+        "indgen.policies": [
+            "blockenv_oracle = indgen_sim.blockenv.policies:BlockEnvOraclePolicy",
+            *(f"blockenv_{m} = indgen_sim.blockenv.policies:{m}" for m in BLOCKENV_MODELS),
+        ],
+        "indgen.commands": [
+            "blockenv = indgen_sim.blockenv.cli:register",
         ],
     },
     zip_safe=False,

@@ -76,7 +76,9 @@ def test_no_break_and_failure_in_distribution():
     held = stats.break_levels(_curve({0: (9, 10), 1: (10, 10), 2: (9, 10), 3: (10, 10), 4: (7, 10)}))
     assert held.point == {1: None} and held.k_star == {1: 4}
     failing = stats.break_levels(_curve({0: (1, 10), 1: (0, 10)}))
-    assert failing.point == {1: 1} and failing.k_star == {1: None}
+    assert failing.point == {1: 0} and failing.k_star == {1: None}  # already broken in distribution
+    blockenv = stats.break_levels(_curve({0: (10, 10), 1: (1, 10), 2: (9, 10), 3: (0, 10)}, ids=(0, 1, 2)))
+    assert blockenv.point == {1: 1} and blockenv.k_star == {1: 0}
 
 
 def test_two_sided_axis_breaks_per_side():

@@ -52,6 +52,7 @@ class CampaignConfig(BaseModel):
     adaptive: AdaptiveConfig | None = None
     max_steps: int = Field(0, ge=0, description="0: the world's default")
     world_options: dict[str, Any] = {}
+    endpoints: dict[str, str] = Field({}, description="policy name -> ws://host:port of its policy server")
     group: str = ""
     break_threshold: float | None = Field(None, gt=0, lt=1)
 

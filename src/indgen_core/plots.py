@@ -30,7 +30,9 @@ def success_curves(summaries: Sequence[CampaignSummary], path: Path, title: str 
                        label="in distribution" if len(ids) > 1 else f"in distribution (k={ids[0]})")
         ax.axhline(threshold * 100, color="0.4", ls="--", lw=1, label=f"break threshold ({threshold:.0%})")
         colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-        multi = len(summaries) > 1 and len({s.record.id for s in summaries}) > 1
+        curves = [(s, c) for s in summaries for c in s.curves if any(lv.n for lv in c.levels)]
+        names = [c.policy for _, c in curves]
+        many = len(curves) > 3
         i = 0
         for s in summaries:
             for curve in s.curves:
@@ -43,7 +45,7 @@ def success_curves(summaries: Sequence[CampaignSummary], path: Path, title: str 
                 y = [lv.rate * 100 for lv in pts]
                 low = [lv.interval[0] * 100 for lv in pts]
                 high = [lv.interval[1] * 100 for lv in pts]
-                label = curve.policy + (f" ({s.record.name})" if multi and s.record.name != curve.policy else "")
+                label = curve.policy + (f" ({s.record.id})" if names.count(curve.policy) > 1 else "")
                 ax.fill_between(x, low, high, color=color, alpha=0.15, lw=0)
                 ax.plot(x, y, "-o", color=color, lw=2, ms=5, label=label)
                 for side, k in curve.breaks.point.items():
@@ -52,8 +54,9 @@ def success_curves(summaries: Sequence[CampaignSummary], path: Path, title: str 
                     lv = curve.level(k)
                     ax.plot([k], [lv.rate * 100], marker="X", color=color, ms=12, mec="black", mew=0.8,
                             zorder=5, label=None)
-                    ax.annotate(f"breaks k={k}", (k, lv.rate * 100), textcoords="offset points",
-                                xytext=(6, 8 if side > 0 else -14), fontsize=8, color=color)
+                    if not many:  # with many curves the X markers alone stay readable
+                        ax.annotate(f"breaks k={k}", (k, lv.rate * 100), textcoords="offset points",
+                                    xytext=(6, 8 if side > 0 else -14), fontsize=8, color=color)
         ax.set_xticks(all_levels)
         ax.set_xticklabels([f"τ{k}" for k in all_levels])
         ax.set_xlim(min(all_levels, default=0) - 0.5, max(all_levels, default=1) + 0.5)
@@ -63,7 +66,11 @@ def success_curves(summaries: Sequence[CampaignSummary], path: Path, title: str 
         ax.set_xlabel(f"level k along axis '{axis}'")
         ax.set_title(title or f"Inductive generalization along '{axis}' ({summaries[0].record.world})")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, loc="best", framealpha=0.9)
+        ax.plot([], [], "X", color="0.5", mec="black", ms=9, ls="none", label="break level")
+        if many:  # beside the axes, so no curve hides behind it
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), framealpha=0.9)
+        else:
+            ax.legend(fontsize=8, loc="best", framealpha=0.9)
         fig.tight_layout()
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -39,14 +39,19 @@ def names(group: str) -> list[str]:
     return sorted({ep.name for ep in metadata.entry_points(group=group)} | set(_env_entries(group)))
 
 
+def import_target(target: str, what: str = "object") -> Any:
+    """The attribute named by "module:attribute"."""
+    module, _, attr = target.partition(":")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise UnknownName(f"cannot load {what} '{target}': {exc}") from None
+
+
 def load(group: str, name: str) -> Any:
     """The object registered as `name` in `group` (or named by "module:attribute")."""
     if ":" in name:
-        module, _, attr = name.partition(":")
-        try:
-            return getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError) as exc:
-            raise UnknownName(f"cannot load {_KIND.get(group, group)} '{name}': {exc}") from None
+        return import_target(name, _KIND.get(group, group))
     env = _env_entries(group)
     if name in env:
         return load(group, env[name])

@@ -18,6 +18,7 @@ from indgen_core.records import Outcome, TaskSetup, TrialResult
 from indgen_core.store import PlannedTrial, ResultsStore
 
 Executor = Callable[[TaskSetup], TrialResult]
+BatchExecutor = Callable[[list[TaskSetup]], list[TrialResult]]
 Progress = Callable[[int, int, PlannedTrial, TrialResult | None], None]
 
 
@@ -59,14 +60,27 @@ def next_trial(store: ResultsStore, record, rule) -> tuple[PlannedTrial | None, 
 
 
 def run_campaign(store: ResultsStore, campaign_id: str, execute: Executor, progress: Progress | None = None,
-                 max_consecutive_aborts: int = 5, abort_backoff_s: float = 1.0) -> RunSummary:
+                 max_consecutive_aborts: int = 5, abort_backoff_s: float = 1.0,
+                 commit: Callable[[TrialResult], bool] | None = None,
+                 should_stop: Callable[[], bool] | None = None,
+                 on_wait: Callable[[str, float], None] | None = None) -> RunSummary:
+    """Run the pending trials in plan order until none is left (or `should_stop()`).
+
+    `commit(result)` records a result and says whether it was final (default: straight into
+    the store; the ROS progression manager hands it to the scorer and waits for the commit).
+    After an aborted attempt the trial runs again after a backoff (reported through
+    `on_wait`); with max_consecutive_aborts > 0 the campaign stops after that many in a row,
+    with 0 it keeps waiting (the world or policy server will come back).
+    """
     record = store.campaign(campaign_id)
     rule = campaign_mod.adaptive_rule(record)
     summary = RunSummary(campaign_id)
     total = len(store.planned_trials(campaign_id))
+    commit = commit or (lambda result: store.commit_result(campaign_id, result))
+    should_stop = should_stop or (lambda: False)
     store.set_status(campaign_id, "running")
     aborts = 0
-    while True:
+    while not should_stop():
         trial, skipped = next_trial(store, record, rule)
         summary.skipped += skipped
         if trial is None:
@@ -75,7 +89,7 @@ def run_campaign(store: ResultsStore, campaign_id: str, execute: Executor, progr
         result = execute(setup)
         if result.trial_id != trial.trial_id:
             raise IndGenError(f"executor answered trial '{result.trial_id}' for '{trial.trial_id}'")
-        final = store.commit_result(campaign_id, result)
+        final = commit(result)
         if record.purpose == campaign_mod.CERTIFY and result.outcome is Outcome.SUCCESS:
             campaign_mod.refresh_certificates(store, record)
         if progress is not None:
@@ -87,11 +101,52 @@ def run_campaign(store: ResultsStore, campaign_id: str, execute: Executor, progr
             continue
         summary.aborted_attempts += 1
         aborts += 1
-        if aborts >= max_consecutive_aborts:
+        if max_consecutive_aborts and aborts >= max_consecutive_aborts:
             store.set_status(campaign_id, "waiting", f"{aborts} aborted attempts in a row: {result.reason}")
             raise TooManyAborts(f"campaign '{campaign_id}' stopped after {aborts} aborted attempts in a row "
                                 f"({result.reason}); fix the cause and run `indgen campaign resume {campaign_id}`")
-        time.sleep(abort_backoff_s * min(2 ** (aborts - 1), 30))
+        delay = abort_backoff_s * min(2 ** (aborts - 1), 30)
+        if on_wait is not None:
+            on_wait(result.reason, delay)
+        _sleep_unless(should_stop, delay)
+    summary.remaining = len(store.pending_trials(campaign_id))
+    campaign_mod.refresh_certificates(store, record)
+    store.set_status(campaign_id, "done" if summary.remaining == 0 else "stopped")
+    return summary
+
+
+def _sleep_unless(should_stop: Callable[[], bool], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not should_stop():
+        time.sleep(min(0.05, max(deadline - time.monotonic(), 0)))
+
+
+def run_campaign_batched(store: ResultsStore, campaign_id: str, execute_batch: BatchExecutor,
+                         progress: Progress | None = None) -> RunSummary:
+    """Run the pending trials one (policy, level) group at a time through a batch executor
+    (many episodes stepped together), committing every result as it comes. Outcomes do not
+    depend on the grouping: each trial's episode is fixed by its seed. The adaptive rule is
+    not applied here (it decides trial by trial)."""
+    record = store.campaign(campaign_id)
+    if campaign_mod.adaptive_rule(record) is not None:
+        raise IndGenError(f"campaign '{campaign_id}' is adaptive; run it trial by trial (run_campaign)")
+    summary = RunSummary(campaign_id)
+    total = len(store.planned_trials(campaign_id))
+    store.set_status(campaign_id, "running")
+    groups: dict[tuple[str, int], list[PlannedTrial]] = {}
+    for trial in store.pending_trials(campaign_id):
+        groups.setdefault((trial.policy, trial.level), []).append(trial)
+    for trials in groups.values():
+        results = execute_batch([campaign_mod.setup_for(record, t) for t in trials])
+        for trial, result in zip(trials, results, strict=True):
+            if result.trial_id != trial.trial_id:
+                raise IndGenError(f"batch executor answered trial '{result.trial_id}' for '{trial.trial_id}'")
+            if store.commit_result(campaign_id, result):
+                summary.ran += 1
+            else:
+                summary.aborted_attempts += 1
+            if progress is not None:
+                progress(total - len(store.pending_trials(campaign_id)), total, trial, result)
     summary.remaining = len(store.pending_trials(campaign_id))
     campaign_mod.refresh_certificates(store, record)
     store.set_status(campaign_id, "done" if summary.remaining == 0 else "stopped")

@@ -96,23 +96,22 @@ class BreakReport:
 def break_levels(levels: Sequence[LevelStat], threshold: float = DEFAULT_THRESHOLD) -> BreakReport:
     """The first level below `threshold` on each side, and the last level held before it.
 
-    Point: first level whose success rate is below the threshold (the paper's "breaks at").
-    Conservative: first level whose whole interval (upper bound) is below the threshold.
-    k*: the last level before the point break (an in-distribution level if the first step
-    already breaks); the last tested level when nothing breaks.
+    Each side is walked from the in-distribution levels outward (in-distribution levels
+    first, in the order of k along that side), so a policy that already fails in distribution
+    breaks there. Point: the first level whose success rate is below the threshold (the
+    paper's "breaks at"). Conservative: the first level whose whole Wilson interval lies below
+    it. k*: the last level before the point break (None when the very first level breaks; the
+    last tested level when nothing breaks).
     """
     point: dict[int, int | None] = {}
     conservative: dict[int, int | None] = {}
     k_star: dict[int, int | None] = {}
     ids = [s for s in levels if s.side == 0 and s.n > 0]
-    for side, chain in _sides(levels).items():
+    for side, outer in _sides(levels).items():
+        chain = sorted(ids, key=lambda s: s.level * side) + outer
         point[side] = next((s.level for s in chain if s.rate < threshold), None)
-        conservative[side] = next((s.level for s in chain if wilson(s.successes, s.n, s.confidence)[1] < threshold),
-                                  None)
+        conservative[side] = next((s.level for s in chain if s.interval[1] < threshold), None)
         held = None
-        if ids:
-            edge = max(ids, key=lambda s: s.level * side)
-            held = edge.level if edge.rate >= threshold else None
         for s in chain:
             if s.rate < threshold:
                 break

@@ -337,6 +337,11 @@ class ResultsStore:
             db.execute("UPDATE campaigns SET updated_at=? WHERE id=?", (now, campaign_id))
         return True
 
+    def attempt_count(self, campaign_id: str, trial_id: str) -> int:
+        """How many results (aborted ones included) were recorded for a trial."""
+        return self._db.execute("SELECT COUNT(*) FROM attempts WHERE campaign_id=? AND trial_id=?",
+                                (campaign_id, trial_id)).fetchone()[0]
+
     def skip_trial(self, campaign_id: str, trial_id: str, reason: str) -> None:
         with self._tx() as db:
             db.execute("UPDATE trials SET status='skipped', skip_reason=? WHERE campaign_id=? AND trial_id=? "

@@ -15,7 +15,7 @@ import time
 import msg_samples
 import rclpy
 from rclpy.action import ActionServer
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -61,7 +61,7 @@ def main() -> None:
     rclpy.init()
     node = rclpy.create_node(f"itest_peer_{role}")
     {"publish": publish, "serve": serve}[role](node)
-    executor = MultiThreadedExecutor()
+    executor = SingleThreadedExecutor()
     executor.add_node(node)
     threading.Thread(target=executor.spin, daemon=True).start()
     sys.stdin.read()  # until the test closes our stdin

@@ -22,6 +22,8 @@ CORE_COMMANDS = [
     "indgen_core.cli.axes_cmd",
     "indgen_core.cli.campaign_cmd",
     "indgen_core.cli.report_cmd",
+    "indgen_core.cli.serve_cmd",
+    "indgen_core.cli.launch_cmd",
 ]
 
 
@@ -49,7 +51,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # `name:=value` assignments may follow options (indgen launch PROFILE --show port:=9000)
+        if getattr(args, "assignments", None) is not None and all(":=" in e for e in extra):
+            args.assignments = [*args.assignments, *extra]
+        else:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -1,0 +1,142 @@
+"""`indgen launch`: bring a graph profile up as separate processes, without ros2 launch.
+
+Every process's output is prefixed with its name. Ctrl-C or SIGTERM stops them all: SIGINT
+first (nodes shut down cleanly), SIGTERM after a grace period, SIGKILL last. When a node
+marked `required` exits, the launch ends with its exit status; when any other process dies
+unexpectedly, the whole graph is stopped and the launch fails (a half graph is never left
+running).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+
+from indgen_core.graph import NodeSpec, executable_path
+
+COLORS = ["36", "33", "35", "32", "34", "31", "96", "93"]
+
+
+@dataclass
+class Child:
+    spec: NodeSpec
+    proc: subprocess.Popen
+    reader: threading.Thread
+
+
+def _prctl():
+    try:
+        import ctypes
+
+        return ctypes.CDLL("libc.so.6", use_errno=True).prctl
+    except OSError:  # not Linux / no glibc: the launcher's own shutdown still applies
+        return None
+
+
+_PRCTL = _prctl()  # looked up here, so the forked child only makes one call
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: ask Linux to send SIGTERM when the launcher dies, so that a
+    launcher killed with SIGKILL never leaves a half graph running (prctl PR_SET_PDEATHSIG)."""
+    if _PRCTL is not None:
+        _PRCTL(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+
+
+def command(node: NodeSpec) -> list[str]:
+    return [executable_path(node.executable), *node.argv()]
+
+
+class Launcher:
+    def __init__(self, nodes: list[NodeSpec], out=None, grace_s: float = 8.0, env: dict | None = None):
+        self.nodes = nodes
+        self.out = out or sys.stdout
+        self.grace_s = grace_s
+        self.env = dict(os.environ if env is None else env, PYTHONUNBUFFERED="1", RCUTILS_COLORIZED_OUTPUT="0")
+        self.children: list[Child] = []
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self.color = getattr(self.out, "isatty", lambda: False)()
+
+    def _print(self, name: str, index: int, line: str) -> None:
+        prefix = f"[{name}]"
+        if self.color:
+            prefix = f"\033[{COLORS[index % len(COLORS)]}m{prefix}\033[0m"
+        with self._lock:
+            self.out.write(f"{prefix} {line}")
+            if not line.endswith("\n"):
+                self.out.write("\n")
+            self.out.flush()
+
+    def start(self) -> None:
+        # every child is forked before any reader thread exists: preexec_fn is then safe
+        started = []
+        for node in self.nodes:
+            cmd = command(node)
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+                                    env=self.env, start_new_session=True,
+                                    preexec_fn=_die_with_parent)  # noqa: PLW1509 (no threads yet, see above)
+            started.append((node, cmd, proc))
+        for i, (node, cmd, proc) in enumerate(started):
+            reader = threading.Thread(target=self._pump, args=(node.name, i, proc), daemon=True)
+            reader.start()
+            self.children.append(Child(node, proc, reader))
+            self._print("launch", 7, f"started {node.name} (pid {proc.pid}): {' '.join(cmd)}")
+
+    def _pump(self, name: str, index: int, proc: subprocess.Popen) -> None:
+        for line in proc.stdout:
+            self._print(name, index, line)
+
+    def wait(self) -> int:
+        """Until a required node exits (its status), a process dies (1), or stop() (130)."""
+        while not self._stopping.is_set():
+            for child in self.children:
+                code = child.proc.poll()
+                if code is None:
+                    continue
+                if child.spec.required:
+                    self._print("launch", 7, f"{child.spec.name} exited with status {code}; stopping the graph")
+                    self.shutdown()
+                    return code
+                self._print("launch", 7, f"{child.spec.name} died with status {code}; stopping the graph")
+                self.shutdown()
+                return 1
+            time.sleep(0.1)
+        self.shutdown()
+        return 130
+
+    def stop(self, *_args) -> None:
+        self._stopping.set()
+
+    def shutdown(self) -> None:
+        alive = [c for c in self.children if c.proc.poll() is None]
+        for sig, wait in ((signal.SIGINT, self.grace_s), (signal.SIGTERM, 3.0), (signal.SIGKILL, 3.0)):
+            for child in alive:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.proc.pid, sig)
+            deadline = time.monotonic() + wait
+            while time.monotonic() < deadline and any(c.proc.poll() is None for c in alive):
+                time.sleep(0.05)
+            alive = [c for c in alive if c.proc.poll() is None]
+            if not alive:
+                break
+        for child in self.children:
+            child.reader.join(timeout=1.0)
+
+
+def run(nodes: list[NodeSpec], out=None) -> int:
+    launcher = Launcher(nodes, out)
+    previous = {sig: signal.signal(sig, launcher.stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        launcher.start()
+        return launcher.wait()
+    finally:
+        launcher.shutdown()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,90 @@
+"""scorer: commits every episode result to the results store and publishes per-level scores.
+
+Subscribes /indgen/episode_result (reliable, deep queue: no result is dropped) and commits each
+one atomically; a duplicate of an already committed trial is logged and ignored. After each
+commit it publishes the LevelScore of that policy and level (Wilson interval, verdict against
+the break threshold) and, for a certify campaign, records the level's feasibility certificate.
+When a campaign reports DONE on /indgen/campaign_status, it writes the campaign's report.
+
+Parameters:
+  db (str)          results store ("" = $INDGEN_DB or the default location)
+  report_dir (str)  where reports go ("" = <artifacts>/reports); one folder per campaign
+  write_report (bool)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rclpy.node import Node
+
+from indgen_core import campaign as campaign_mod
+from indgen_core import paths, topics
+from indgen_core.analysis import summarize
+from indgen_core.errors import IndGenError
+from indgen_core.nodes import convert
+from indgen_core.nodes.base import LATCHED, RELIABLE, declare, run_node
+from indgen_core.records import Outcome
+from indgen_core.store import DuplicateResult, ResultsStore
+from indgen_msgs.msg import CampaignStatus, EpisodeResult, LevelScore
+
+
+class Scorer(Node):
+    def __init__(self):
+        super().__init__("scorer")
+        self.p = declare(self, db="", report_dir="", write_report=True)
+        self.store = ResultsStore(self.p["db"] or None)
+        self.score_pub = self.create_publisher(LevelScore, topics.LEVEL_SCORE, RELIABLE)
+        self.create_subscription(EpisodeResult, topics.EPISODE_RESULT, self._on_result, RELIABLE)
+        self.create_subscription(CampaignStatus, topics.CAMPAIGN_STATUS, self._on_status, LATCHED)
+        self.reported: set[str] = set()
+        self.committed = 0
+        self.get_logger().info(f"committing results to {self.store.path}")
+
+    def _on_result(self, msg: EpisodeResult) -> None:
+        result = convert.result_from_msg(msg)
+        try:
+            final = self.store.commit_result(msg.campaign_id, result)
+        except DuplicateResult as exc:
+            self.get_logger().warning(str(exc))
+            return
+        except IndGenError as exc:
+            self.get_logger().error(f"result for {msg.trial_id} not committed: {exc}")
+            return
+        self.committed += 1
+        record = self.store.campaign(msg.campaign_id)
+        if final and record.purpose == campaign_mod.CERTIFY and result.outcome is Outcome.SUCCESS:
+            campaign_mod.refresh_certificates(self.store, record)
+        if final:
+            self._publish_score(record, msg.policy, msg.level)
+
+    def _publish_score(self, record, policy: str, level: int) -> None:
+        summary = summarize(self.store, record.id)
+        for curve in summary.curves:
+            if curve.policy == policy:
+                stat = curve.level(level)
+                if stat is not None:
+                    self.score_pub.publish(convert.level_score_msg(record.id, record.axis, policy, stat,
+                                                                   self.get_clock().now().to_msg()))
+
+    def _on_status(self, msg: CampaignStatus) -> None:
+        if msg.state != CampaignStatus.STATE_DONE or msg.campaign_id in self.reported or not self.p["write_report"]:
+            return
+        self.reported.add(msg.campaign_id)
+        from indgen_core.report import write_report
+
+        base = Path(self.p["report_dir"]) if self.p["report_dir"] else paths.artifacts_dir() / "reports"
+        try:
+            files = write_report(self.store, [msg.campaign_id], base / msg.campaign_id)
+        except Exception as exc:  # a report is never worth losing the node over
+            self.get_logger().error(f"report for {msg.campaign_id} failed: {exc}")
+            return
+        self.get_logger().info(f"campaign {msg.campaign_id} report: {files.html}")
+
+
+def main() -> int:
+    return run_node(Scorer)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,157 @@
+"""policy_node: one node for every policy. It turns the world's topics into openpi requests
+through an observation/action spec, asks the policy server over openpi's websocket protocol,
+executes each action chunk open-loop for `action_horizon` ticks, and publishes the commands.
+
+The server may be a real pi0.5 on a GPU host or `indgen serve-policy` on this machine. When
+the connection is lost the node stops commanding at once (nothing is sent from a missing or
+garbled reply), reports it on /indgen/policy_status, and reconnects in the background with
+exponential backoff.
+
+Parameters:
+  spec (str)               observation/action spec: blockenv (droid, libero with their worlds)
+  server_uri (str)         ws://host:port of the policy server
+  api_key (str)            sent as "Authorization: Api-Key <key>" when set
+  action_horizon (int)     actions of a chunk executed open-loop (0: the spec's default)
+  connect_timeout_s (float), reconnect_max_s (float)
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import time
+
+from rclpy.node import Node
+
+from indgen_core import registry, topics
+from indgen_core.episode import PolicyUnavailable
+from indgen_core.nodes import convert
+from indgen_core.nodes.base import LATCHED, declare, run_node
+from indgen_core.specs import BadAction
+from indgen_core.wire.client import RemotePolicy
+from indgen_msgs.msg import PolicyStatus, TaskSetup
+from indgen_robot.nodes.policy_io import POLICY_IO, Tick
+
+
+class PolicyNode(Node):
+    def __init__(self):
+        super().__init__("policy_node")
+        self.p = declare(self, spec="blockenv", server_uri="ws://127.0.0.1:8000", api_key="", action_horizon=0,
+                         connect_timeout_s=2.0, reconnect_max_s=5.0)
+        self.spec = registry.make(registry.SPECS, self.p["spec"])
+        if self.p["action_horizon"] > 0:
+            self.spec.horizon = int(self.p["action_horizon"])
+        io_cls = POLICY_IO.get(self.spec.name)
+        if io_cls is None:
+            raise registry.UnknownName(f"spec '{self.p['spec']}' has no policy-side topic adapter")
+        self.client = RemotePolicy(self.p["server_uri"], api_key=self.p["api_key"] or None,
+                                   connect_timeout=self.p["connect_timeout_s"])
+        self.status_pub = self.create_publisher(PolicyStatus, topics.POLICY_STATUS, LATCHED)
+        self.create_subscription(TaskSetup, topics.TASK_SETUP, self._on_setup, LATCHED)
+        self.setups: dict[str, object] = {}
+        self.io = io_cls(self, self._on_tick)
+        self._ticks: queue.Queue[Tick] = queue.Queue()
+        self._chunk: tuple[str, int, list] | None = None
+        self._stop = threading.Event()
+        self._connected = threading.Event()
+        self.requests = 0
+        self._status(False, "connecting")
+        # the status is repeated every second, so a subscriber that saw a stale sample (or a
+        # policy node that died) is noticed within a second
+        self.create_timer(1.0, self._heartbeat)
+        self._last_status = (False, "connecting", None)
+        threading.Thread(target=self._connect_loop, name="connect", daemon=True).start()
+        threading.Thread(target=self._work, name="infer", daemon=True).start()
+
+    # -- connection -------------------------------------------------------------------------------
+    def _connect_loop(self) -> None:
+        delay = 0.2
+        while not self._stop.is_set():
+            if self._connected.is_set():
+                self._stop.wait(0.2)
+                continue
+            try:
+                metadata = self.client.connect(timeout=self.p["connect_timeout_s"])
+            except PolicyUnavailable as exc:
+                self._stop.wait(delay)
+                delay = min(delay * 2, self.p["reconnect_max_s"])
+                self.get_logger().warning(f"{exc}; retrying", throttle_duration_sec=10.0)
+                continue
+            delay = 0.2
+            self._connected.set()
+            self._status(True, "connected", metadata)
+            self.get_logger().info(f"connected to {self.client.uri}")
+
+    def _lost(self, reason: str) -> None:
+        self._connected.clear()
+        self._chunk = None
+        self._status(False, reason)
+        self.get_logger().error(f"{reason}; commanding stopped, reconnecting")
+
+    def _heartbeat(self) -> None:
+        self._status(*self._last_status)
+
+    def _status(self, connected: bool, message: str, metadata=None) -> None:
+        self._last_status = (connected, message, metadata)
+        self.status_pub.publish(PolicyStatus(connected=connected, server_uri=self.client.uri, message=message,
+                                             metadata_json=json.dumps(metadata or {}, default=str)))
+
+    # -- observations in, commands out ------------------------------------------------------------
+    def _on_setup(self, msg: TaskSetup) -> None:
+        self.setups[msg.trial_id] = convert.setup_from_msg(msg)
+        if len(self.setups) > 64:
+            self.setups.pop(next(iter(self.setups)))
+
+    def _on_tick(self, tick: Tick) -> None:
+        self._ticks.put(tick)
+
+    def _work(self) -> None:
+        while not self._stop.is_set():
+            try:
+                tick = self._ticks.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            if not self._connected.wait(self.p["connect_timeout_s"]):
+                continue  # no policy, no command: the world's watchdog / the bridge handles it
+            setup = self.setups.get(tick.trial_id)
+            if setup is None:
+                self.get_logger().warning(f"no task setup for {tick.trial_id} yet; waiting", throttle_duration_sec=5)
+                deadline = time.monotonic() + 2.0
+                while setup is None and time.monotonic() < deadline and not self._stop.is_set():
+                    time.sleep(0.01)
+                    setup = self.setups.get(tick.trial_id)
+                if setup is None:
+                    continue
+            try:
+                action = self._action_for(tick, setup)
+            except PolicyUnavailable as exc:
+                self._lost(str(exc))
+                continue
+            except BadAction as exc:
+                self.get_logger().error(f"{tick.trial_id} step {tick.step}: {exc}; no command sent")
+                continue
+            self.io.send(tick, action)
+
+    def _action_for(self, tick: Tick, setup) -> dict:
+        chunk = self._chunk
+        if chunk and chunk[0] == tick.trial_id and 0 <= tick.step - chunk[1] < len(chunk[2]):
+            return chunk[2][tick.step - chunk[1]]
+        if tick.step == 0:
+            self.client.reset()
+        actions = self.spec.actions(self.client.infer(self.spec.request(tick.obs, setup, tick.step)))
+        self.requests += 1
+        self._chunk = (tick.trial_id, tick.step, actions[: self.spec.horizon])
+        return actions[0]
+
+    def close(self) -> None:
+        self._stop.set()
+        self.client.close()
+
+
+def main() -> int:
+    return run_node(PolicyNode)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,2 @@
+"""BlockEnv: the paper's toy task (section 5.1, Appendix A), where the inductive rule is known
+by construction. See env.py for the construction and README for its parameters."""

@@ -1,0 +1,177 @@
+"""sim_bridge: serves the RunEpisode action for any registered world, in lock-step.
+
+For each goal it resets the world to the task setup, then for every control tick publishes
+/clock (simulated time) and the world's observation topics, waits for the one command that
+answers that tick, applies it and steps the world; the episode loop and its verdict are the
+core's (episode.run_episode), identical to an in-process run. Nothing advances without a
+command, so the run is deterministic for a seed and as fast as the policy answers.
+
+The action server runs on its own executor and blocks while an episode runs; the topics of
+the episode (commands in, policy status, the progression manager's task setups) are served by
+a second node, `<name>_io`, on another executor thread. The same goal sent twice (a resend
+after a lost goal response: same trial, same setup stamp) gets the same result again without a
+second episode; a new attempt at a trial (a new stamp) runs a new episode.
+A lost policy (/indgen/policy_status says disconnected), a command that does not come within
+action_timeout_s, or the progression manager moving on to another trial (a new task setup:
+it gave up on this one) ends the episode as aborted, never as a failure.
+
+Parameters:
+  world (str)                registered world (blockenv, droid_twin, libero, ...)
+  action_timeout_s (float)   how long one tick may wait for its command
+  feedback_period_s (float)  wall time between feedback messages
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+
+import rclpy
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.node import Node
+from rosgraph_msgs.msg import Clock
+
+from indgen_core import registry, topics
+from indgen_core.episode import run_episode
+from indgen_core.nodes import convert
+from indgen_core.nodes.base import LATCHED, LOCKSTEP, declare, run_node
+from indgen_core.specs import Spec
+from indgen_msgs.action import RunEpisode
+from indgen_msgs.msg import PolicyStatus, TaskSetup
+
+#: world spec -> the module:class that carries its topics
+IO_ADAPTERS = {
+    "blockenv": "indgen_sim.nodes.blockenv_io:BlockEnvIO",
+}
+
+
+class _PassThrough(Spec):
+    """On the bridge the 'policy' is the ROS round trip, which already speaks world actions."""
+
+    name = "passthrough"
+    horizon = 1
+
+    def request(self, obs, setup, step):
+        return {"obs": obs, "step": step}
+
+    def actions(self, reply):
+        return [reply]
+
+
+class SimBridge(Node):
+    def __init__(self):
+        super().__init__("sim_bridge")
+        self.p = declare(self, world="blockenv", action_timeout_s=10.0, feedback_period_s=0.5)
+        self.world = registry.make(registry.WORLDS, self.p["world"])
+        adapter = IO_ADAPTERS.get(self.world.spec)
+        if adapter is None:
+            raise registry.UnknownName(f"world '{self.p['world']}' has no ROS topic adapter (spec '{self.world.spec}')")
+        # its own name: the command line's __node remap must not rename it to the bridge's
+        self.io_node = rclpy.create_node(f"{self.get_name()}_io", context=self.context, use_global_arguments=False)
+        self.io = registry.import_target(adapter, "topic adapter")(self.io_node, self.world)
+        self.clock_pub = self.io_node.create_publisher(Clock, topics.CLOCK, LOCKSTEP)
+        self.io_node.create_subscription(PolicyStatus, topics.POLICY_STATUS, self._on_policy_status, LATCHED)
+        self.io_node.create_subscription(TaskSetup, topics.TASK_SETUP, self._on_setup, LATCHED)
+        self.sim_time = 0.0
+        self.policy_lost: str | None = None
+        self.lost_since = 0.0
+        self.current: tuple[str, int] = ("", 0)  # trial id and setup stamp (ns) of the running episode
+        self.moved_on = ""
+        self.finished: collections.OrderedDict[tuple[str, int], RunEpisode.Result] = collections.OrderedDict()
+        self.server = ActionServer(self, RunEpisode, topics.RUN_EPISODE, execute_callback=self._execute,
+                                   goal_callback=lambda goal: GoalResponse.ACCEPT,
+                                   cancel_callback=lambda _: CancelResponse.ACCEPT)
+        self.get_logger().info(f"serving {topics.RUN_EPISODE} for world '{self.p['world']}'")
+
+    def extra_nodes(self):
+        return [self.io_node]
+
+    def _on_policy_status(self, msg: PolicyStatus) -> None:
+        lost = None if msg.connected else (msg.message or "policy disconnected")
+        if lost and not self.policy_lost:
+            self.lost_since = time.monotonic()
+        self.policy_lost = lost
+
+    def _on_setup(self, msg: TaskSetup) -> None:
+        # a setup published after the running episode's own, for another trial: the progression
+        # manager gave up on this episode (its timeout) and moved on
+        stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+        if self.current[0] and msg.trial_id != self.current[0] and stamp > self.current[1]:
+            self.moved_on = msg.trial_id
+
+    def _execute(self, goal_handle):
+        setup = convert.setup_from_msg(goal_handle.request.setup)
+        stamp = goal_handle.request.setup.header.stamp
+        key = (setup.trial_id, stamp.sec * 10**9 + stamp.nanosec)
+        if key in self.finished:  # the same goal again (its response was lost): the same result
+            goal_handle.succeed()
+            return self.finished[key]
+        self.current, self.moved_on = key, ""
+        try:
+            result = self._episode(goal_handle, setup)
+        finally:
+            self.current = ("", 0)
+        self.finished[key] = result
+        while len(self.finished) > 8:
+            self.finished.popitem(last=False)
+        return result
+
+    def _episode(self, goal_handle, setup):
+        last_feedback = [0.0]
+        max_steps = self.world.max_steps(setup)
+        started = time.monotonic()
+
+        def feedback(step: int, total: int, phase: str = "running") -> None:
+            now = time.monotonic()
+            if now - last_feedback[0] >= self.p["feedback_period_s"] or step in (0, total):
+                last_feedback[0] = now
+                goal_handle.publish_feedback(RunEpisode.Feedback(
+                    phase=phase, step=step, max_steps=total, elapsed=convert.duration(step * self.world.control_dt)))
+
+        def should_abort() -> str | None:
+            if goal_handle.is_cancel_requested:
+                return "cancelled by the progression manager"
+            if self.moved_on:
+                return f"the progression manager moved on to {self.moved_on}"
+            # a policy lost during the episode ends it at once; one that is not connected yet
+            # when the episode starts gets action_timeout_s to come up
+            if self.policy_lost and (self.lost_since > started or
+                                     time.monotonic() - started > self.p["action_timeout_s"]):
+                return f"policy lost: {self.policy_lost}"
+            return None
+
+        def infer(request):
+            step = request["step"]
+            self.sim_time += self.world.control_dt if step else 0.0
+            stamp = _time_msg(self.sim_time)
+            self.clock_pub.publish(Clock(clock=stamp))
+            return self.io.exchange(setup, step, request["obs"], stamp, self.p["action_timeout_s"], should_abort)
+
+        feedback(0, max_steps, "resetting")
+        result = run_episode(self.world, infer, _PassThrough(), setup, on_step=feedback)
+        self.get_logger().info(f"{setup.trial_id}: {result.outcome.name.lower()} after {result.steps} steps "
+                               f"({result.reason})")
+        msg = convert.result_to_msg(result, setup, _time_msg(self.sim_time))
+        if goal_handle.is_cancel_requested:
+            goal_handle.canceled()
+        else:
+            goal_handle.succeed()
+        return RunEpisode.Result(result=msg)
+
+    def close(self) -> None:
+        self.world.close()
+
+
+def _time_msg(seconds: float):
+    from builtin_interfaces.msg import Time
+
+    sec = int(seconds)
+    return Time(sec=sec, nanosec=round((seconds - sec) * 1e9) % 1_000_000_000)
+
+
+def main() -> int:
+    return run_node(SimBridge)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,185 @@
+"""One description of the node graph for both launch paths."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import types
+
+import pytest
+
+from indgen_core import graph, launcher
+from indgen_core.configfile import ConfigError
+
+
+def load_launch_file(repo, name="blockenv_axis"):
+    spec = importlib.util.spec_from_file_location(f"{name}_launch", repo / "launch" / f"{name}.launch.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_launch_file_and_indgen_launch_describe_the_same_graph(repo):
+    module = load_launch_file(repo)
+    nodes = module.describe(port="9001", server_uri="ws://127.0.0.1:9001", db="/tmp/x.sqlite")
+    assert [n.name for n in nodes] == ["policy_server", "sim_bridge", "policy_node", "scorer", "progression_manager"]
+    proc = subprocess.run([sys.executable, "-m", "indgen_core.cli", "launch", "blockenv_axis", "--show", "port:=9001",
+                           "server_uri:=ws://127.0.0.1:9001", "db:=/tmp/x.sqlite"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    shown = dict(line.split(": ", 1) for line in proc.stdout.strip().splitlines())
+    for node in nodes:
+        assert shown[node.name] == " ".join(launcher.command(node))
+    pm = next(n for n in nodes if n.name == "progression_manager")
+    assert pm.required and pm.parameters["db"] == "/tmp/x.sqlite"
+    server = nodes[0]
+    assert not server.ros and server.args == ("serve-policy", "blockenv_oracle", "--port", "9001")
+    assert nodes[2].parameters == {"spec": "blockenv", "server_uri": "ws://127.0.0.1:9001"}
+
+
+def test_generate_launch_description_builds_one_action_per_process(repo, monkeypatch):
+    """launch and launch_ros are not on PyPI: stand-ins record what the launch file asks for."""
+    made = []
+
+    def recorder(kind):
+        class Action:
+            def __init__(self, *args, **kwargs):
+                made.append((kind, args, kwargs))
+                self.kind, self.kwargs = kind, kwargs
+
+            def perform(self, context):
+                return self.kwargs.get("default_value", "")
+        return Action
+
+    class LaunchConfiguration:
+        def __init__(self, name):
+            self.name = name
+
+        def perform(self, context):
+            return context.get(self.name, "")
+
+    fake = {
+        "launch": types.SimpleNamespace(LaunchDescription=lambda actions: actions),
+        "launch.actions": types.SimpleNamespace(
+            DeclareLaunchArgument=recorder("arg"), EmitEvent=recorder("emit"), ExecuteProcess=recorder("process"),
+            OpaqueFunction=recorder("opaque"), RegisterEventHandler=recorder("handler")),
+        "launch.event_handlers": types.SimpleNamespace(OnProcessExit=recorder("on_exit")),
+        "launch.events": types.SimpleNamespace(Shutdown=recorder("shutdown")),
+        "launch.substitutions": types.SimpleNamespace(LaunchConfiguration=LaunchConfiguration),
+        "launch_ros": types.ModuleType("launch_ros"),
+        "launch_ros.actions": types.SimpleNamespace(Node=recorder("node")),
+    }
+    for name, module in fake.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    description = load_launch_file(repo).generate_launch_description()
+    declared = [kw for kind, _, kw in made if kind == "arg"]
+    assert {d.get("default_value") for d in declared} >= {"8000", "blockenv_oracle"}
+    opaque = description[-1]
+    actions = opaque.kwargs["function"]({"port": "9002", "policy": "blockenv_rnn", "start_policy_server": "true",
+                                         "server_uri": "ws://127.0.0.1:9002", "campaign": "c.yaml"})
+    nodes = [kw for kind, _, kw in made if kind == "node"]
+    assert [n["executable"] for n in nodes] == ["sim_bridge", "policy_node", "scorer", "progression_manager"]
+    assert nodes[1]["parameters"] == [{"spec": "blockenv", "server_uri": "ws://127.0.0.1:9002"}]
+    process = next(kw for kind, _, kw in made if kind == "process")
+    assert process["cmd"] == ["indgen", "serve-policy", "blockenv_rnn", "--port", "9002"]
+    assert any(kind == "on_exit" for kind, _, _ in made)  # the campaign's end ends the launch
+    assert len(actions) == 6  # 5 processes + the shutdown handler of the required one
+
+
+def test_profile_arguments_and_conditions(repo):
+    profile = graph.load_profile("blockenv_axis")
+    nodes = profile.resolve({"start_policy_server": "false", "checkpoint": "/ck/rnn.pt"})
+    assert "policy_server" not in [n.name for n in nodes]
+    with_ck = profile.resolve({"checkpoint": "/ck/rnn.pt"})[0]
+    assert with_ck.args[-2:] == ("--checkpoint", "/ck/rnn.pt")
+    pm = profile.resolve({"allow_uncertified": "true", "episode_timeout_s": "5"})[-1]
+    assert pm.parameters["allow_uncertified"] is True and pm.parameters["episode_timeout_s"] == 5
+    assert "-p allow_uncertified:=true" in " ".join(pm.argv())
+    assert "-p db:=''" in " ".join(pm.argv())  # an empty string stays a string parameter
+    with pytest.raises(ConfigError, match="unknown argument 'prot'"):
+        profile.resolve({"prot": "1"})
+
+
+def test_bad_assignments_and_profiles_are_one_sentence():
+    proc = subprocess.run([sys.executable, "-m", "indgen_core.cli", "launch", "blockenv_axis", "port=1"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "arguments are written name:=value, got 'port=1'" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "indgen_core.cli", "launch", "nope"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "no graph profile 'nope'; known: blockenv_axis" in proc.stderr
+
+
+def test_launcher_prefixes_output_and_stops_everything_on_sigterm(tmp_path):
+    import io
+    import signal
+    import threading
+
+    out = io.StringIO()
+    sleeper = graph.NodeSpec("sleeper", sys.executable, ros=False,
+                             args=("-c", "import time, sys; print('up', flush=True); time.sleep(60)"))
+    quick = graph.NodeSpec("worker", sys.executable, ros=False, required=True,
+                           args=("-c", "import time; print('working', flush=True); time.sleep(60)"))
+    run = launcher.Launcher([sleeper, quick], out=out, grace_s=2.0)
+    run.start()
+    threading.Timer(1.5, run.stop).start()
+    code = run.wait()
+    assert code == 130
+    assert all(c.proc.poll() is not None for c in run.children)
+    text = out.getvalue()
+    assert "[sleeper] up" in text and "[worker] working" in text
+    assert signal.SIGINT  # children were asked to stop with SIGINT first (exit codes vary by runtime)
+
+
+def test_launcher_returns_the_required_nodes_status():
+    import io
+
+    done = graph.NodeSpec("pm", sys.executable, ros=False, required=True, args=("-c", "raise SystemExit(3)"))
+    other = graph.NodeSpec("other", sys.executable, ros=False, args=("-c", "import time; time.sleep(60)"))
+    run = launcher.Launcher([other, done], out=io.StringIO(), grace_s=2.0)
+    run.start()
+    assert run.wait() == 3
+    assert run.children[0].proc.poll() is not None
+
+
+def test_a_killed_launcher_leaves_no_process_behind(tmp_path):
+    """SIGKILL gives the launcher no chance to clean up; its children must still go."""
+    import os
+    import signal
+    import textwrap
+    import time
+
+    script = tmp_path / "launch_two.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        from indgen_core import graph, launcher
+        nodes = [graph.NodeSpec(f"sleeper{{i}}", sys.executable, ros=False,
+                                args=("-c", "import os, time; print(os.getpid(), flush=True); time.sleep(120)"))
+                 for i in range(2)]
+        launcher.run(nodes, out=open({str(tmp_path / 'out.txt')!r}, 'w'))
+    """))
+    proc = subprocess.Popen([sys.executable, str(script)])
+    out = tmp_path / "out.txt"
+    deadline = time.monotonic() + 30
+    pids = []
+    while time.monotonic() < deadline and len(pids) < 2:
+        time.sleep(0.1)
+        if out.exists():
+            pids = [int(line.split()[-1]) for line in out.read_text().splitlines() if line.startswith("[sleeper")]
+    assert len(pids) == 2
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in pids), "a child outlived its launcher"
+    assert os.getpid()
+
+
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as fh:  # a zombie has exited already
+        return fh.read().split()[2] != "Z"
