@@ -12,6 +12,10 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 CONSTRAINTS := requirements/constraints.txt
 MSG_SOURCES := $(shell find src/indgen_msgs -type f)
 PYTEST_ARGS ?=
+# The FR3 and Robotiq models: a local mujoco_menagerie where the workspace has one (tests and
+# CI use ../shared/menagerie); without one the twin uses its built-in FR3 and says so.
+MENAGERIE_ROOT ?= $(wildcard $(abspath ../shared/menagerie))
+export MENAGERIE_ROOT
 
 .PHONY: help setup demo test lint lock clean
 
@@ -46,7 +50,7 @@ $(STAMPS)/install: $(STAMPS)/msgs setup.py setup.cfg pyproject.toml package.xml 
 	@touch $@
 
 demo: setup
-	$(BIN)/indgen doctor
+	$(BIN)/indgen twin demo --axis stack
 
 test: setup
 	$(BIN)/ruff check .

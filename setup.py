@@ -85,16 +85,21 @@ setup(
         # worlds, observation/action specs, policies and sub-commands, registered by name
         "indgen.worlds": [
             "blockenv = indgen_sim.blockenv.world:BlockEnvWorld",
+            "droid_twin = indgen_sim.twin.world:DroidTwinWorld",
         ],
         "indgen.specs": [
             "blockenv = indgen_core.specs.blockenv:BlockEnvSpec",
+            "droid = indgen_core.specs.droid:DroidSpec",
         ],
         "indgen.policies": [
             "blockenv_oracle = indgen_sim.blockenv.policies:BlockEnvOraclePolicy",
             *(f"blockenv_{m} = indgen_sim.blockenv.policies:{m}" for m in BLOCKENV_MODELS),
+            "droid_twin_oracle = indgen_sim.twin.oracle:TwinOracle",
+            "droid_twin_bc = indgen_sim.twin.bc:TwinBCPolicy",
         ],
         "indgen.commands": [
             "blockenv = indgen_sim.blockenv.cli:register",
+            "twin = indgen_sim.twin.cli:register",
         ],
     },
     zip_safe=False,

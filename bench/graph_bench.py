@@ -45,29 +45,30 @@ def episodes_per_second(store, cid: str) -> float:
     return (len(times) - 1) / (times[-1] - times[0])
 
 
-def graph_rate(tmp: Path, trials: int) -> float:
+def graph_rate(tmp: Path, campaign: Path, profile: str = "blockenv_axis", *assignments: str) -> float:
+    """Episodes/s of `campaign` through `indgen launch PROFILE` (the policy server included)."""
     from indgen_core.store import ResultsStore
 
-    db, port = tmp / "graph.sqlite", free_port()
-    proc = subprocess.run([sys.executable, "-m", "indgen_core.cli", "launch", "blockenv_axis",
-                           f"campaign:={campaign_file(tmp, trials)}", "campaign_id:=graph", f"db:={db}",
-                           f"port:={port}", f"server_uri:=ws://127.0.0.1:{port}", f"report_dir:={tmp / 'rep'}"],
-                          capture_output=True, text=True, timeout=1200)
+    db, port = tmp / f"graph-{profile}-{len(assignments)}.sqlite", free_port()
+    proc = subprocess.run([sys.executable, "-m", "indgen_core.cli", "launch", profile, f"campaign:={campaign}",
+                           "campaign_id:=graph", f"db:={db}", f"port:={port}", f"server_uri:=ws://127.0.0.1:{port}",
+                           f"report_dir:={tmp / 'rep'}", *assignments], capture_output=True, text=True, timeout=1800)
     if proc.returncode != 0:
         raise SystemExit(proc.stdout[-3000:])
     with ResultsStore(db) as store:
         return episodes_per_second(store, "graph")
 
 
-def in_process_rate(tmp: Path, trials: int) -> float:
+def in_process_rate(tmp: Path, campaign: Path, world="blockenv") -> float:
+    """Episodes/s of the same campaign with world and policy in this process (the baseline)."""
     from indgen_core.campaign import load_campaign_config, plan_campaign
     from indgen_core.inprocess import InProcessExecutor
     from indgen_core.runner import run_campaign
     from indgen_core.store import ResultsStore
 
     with ResultsStore(tmp / "inproc.sqlite") as store:
-        rec = plan_campaign(store, load_campaign_config(campaign_file(tmp, trials)), campaign_id="inproc")
-        run_campaign(store, rec.id, InProcessExecutor("blockenv"))
+        rec = plan_campaign(store, load_campaign_config(campaign), campaign_id="inproc")
+        run_campaign(store, rec.id, InProcessExecutor(world))
         return episodes_per_second(store, "inproc")
 
 
@@ -115,8 +116,9 @@ def main() -> int:
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
-        inproc = in_process_rate(tmp, args.trials)
-        graph = graph_rate(tmp, args.trials)
+        campaign = campaign_file(tmp, args.trials)
+        inproc = in_process_rate(tmp, campaign)
+        graph = graph_rate(tmp, campaign)
     print(f"campaign episodes/s, in-process loop (baseline): {inproc:8.1f}")
     print(f"campaign episodes/s, through the ROS graph:      {graph:8.1f}")
     print(f"ratio graph / in-process: {graph / inproc:.3f} ({inproc / graph:.1f}x slower)")

@@ -13,6 +13,11 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent / "helpers"))
 
+# The FR3 and Robotiq models for tests and CI (the product finds its own: assets.py).
+_MENAGERIE = REPO.parent / "shared" / "menagerie"
+if _MENAGERIE.is_dir():
+    os.environ.setdefault("MENAGERIE_ROOT", str(_MENAGERIE))
+
 # Domain ids 1..100: distinct per test in this run, offset by the pid so two runs on one
 # machine (a developer and CI) are unlikely to share one.
 _domains = itertools.count(os.getpid() % 100)

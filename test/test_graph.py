@@ -100,12 +100,47 @@ def test_profile_arguments_and_conditions(repo):
         profile.resolve({"prot": "1"})
 
 
+@pytest.mark.parametrize("name", ["stack_axis", "scale_axis"])
+def test_twin_axis_launch_files_and_the_sim_argument(repo, name):
+    module = load_launch_file(repo, name)
+    nodes = module.describe(cameras="exterior_1,wrist")
+    assert nodes == graph.load_profile(name).resolve({"cameras": "exterior_1,wrist"})
+    bridge = next(n for n in nodes if n.name == "sim_bridge")
+    assert bridge.parameters["world"] == "droid_twin"
+    assert bridge.parameters["world_options"] == "{cameras: [exterior_1,wrist], image_size: 224}"
+    policy_node = next(n for n in nodes if n.name == "policy_node")
+    assert policy_node.parameters == {"spec": "droid", "server_uri": "ws://127.0.0.1:8000",
+                                      "cameras": "exterior_1,wrist", "privileged": True}
+    pm = nodes[-1]
+    axis = name.split("_")[0]
+    assert pm.parameters["campaign"] == f"campaigns/twin_{axis}_oracle.yaml"  # scale_axis extends stack_axis
+    real = module.describe(sim="false")
+    assert "sim_bridge" not in [n.name for n in real] and len(real) == len(nodes) - 1
+
+
+def test_a_profile_that_extends_another_changes_only_what_it_names(tmp_path, monkeypatch):
+    graphs = tmp_path / "graphs"
+    graphs.mkdir()
+    (graphs / "base.yaml").write_text("name: base\narguments:\n  a: {default: 1, description: first}\n"
+                                      "  b: {default: x}\n"
+                                      "nodes:\n  - {name: n, executable: e, args: ['$(a)', '$(b)']}\n")
+    (graphs / "child.yaml").write_text("name: child\nextends: base\narguments:\n  a: {default: 2}\n")
+    (graphs / "loop.yaml").write_text("name: loop\nextends: loop\n")
+    monkeypatch.setenv("INDGEN_CONFIG_DIR", str(tmp_path))
+    child = graph.load_profile("child")
+    assert child.spec.arguments["a"].description == "first"
+    assert child.resolve()[0].args == ("2", "x")
+    with pytest.raises(ConfigError, match="cycle"):
+        graph.load_profile("loop")
+
+
 def test_bad_assignments_and_profiles_are_one_sentence():
     proc = subprocess.run([sys.executable, "-m", "indgen_core.cli", "launch", "blockenv_axis", "port=1"],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "arguments are written name:=value, got 'port=1'" in proc.stderr
     proc = subprocess.run([sys.executable, "-m", "indgen_core.cli", "launch", "nope"], capture_output=True, text=True)
-    assert proc.returncode == 2 and "no graph profile 'nope'; known: blockenv_axis" in proc.stderr
+    assert proc.returncode == 2
+    assert "no graph profile 'nope'; known: blockenv_axis, scale_axis, stack_axis" in proc.stderr
 
 
 def test_launcher_prefixes_output_and_stops_everything_on_sigterm(tmp_path):

@@ -23,7 +23,10 @@ class PolicyUnavailable(Exception):
 
 
 def run_episode(world: World, infer: Infer, spec: Spec, setup: TaskSetup,
-                on_step: Callable[[int, int], None] | None = None) -> TrialResult:
+                on_step: Callable[[int, int], None] | None = None,
+                on_reset: Callable[[dict[str, Any]], None] | None = None) -> TrialResult:
+    """Reset, then ask and step until done or the step limit; `on_reset` sees the first
+    observation (a level image for the report), `on_step` the progress."""
     wall0 = time.monotonic()
     max_steps = world.max_steps(setup)
 
@@ -36,6 +39,8 @@ def run_episode(world: World, infer: Infer, spec: Spec, setup: TaskSetup,
         obs = world.reset(setup)
     except InvalidSetup as exc:
         return result(Outcome.INVALID, str(exc), 0)
+    if on_reset is not None:
+        on_reset(obs)
     queue: list = []
     step = 0
     done = False

@@ -10,6 +10,10 @@ Substitution: "$(arg)" anywhere in a string is replaced by the argument's value;
 is exactly one "$(arg)" takes the argument's YAML type (true -> bool, 8000 -> int). A node
 with `if: $(arg)` runs only when the argument is true. An `args` entry written as a mapping
 (`{--checkpoint: $(checkpoint)}`) is passed only when its value is not empty.
+
+A profile may `extends: OTHER`: it takes OTHER's nodes and arguments and changes only what it
+names (a new default for an argument, a description), so two graphs that differ in their
+defaults (stack_axis and scale_axis) are described once.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from indgen_core import paths
-from indgen_core.configfile import ConfigError, load_model
+from indgen_core.configfile import ConfigError, load_model, read_yaml_mapping
 
 _SUB = re.compile(r"\$\((\w+)\)")
 
@@ -158,11 +162,27 @@ def profile_path(name: str) -> Path:
     return path
 
 
+def _profile_data(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    data = read_yaml_mapping(path)
+    base_name = data.pop("extends", None)
+    if base_name is None:
+        return data
+    base_path = profile_path(str(base_name))
+    if base_path in seen:
+        raise ConfigError(path, f"extends '{base_name}' in a cycle", field="extends")
+    base = _profile_data(base_path, (*seen, path))
+    arguments = {k: dict(v or {}) for k, v in (base.get("arguments") or {}).items()}
+    for key, value in (data.pop("arguments", None) or {}).items():
+        arguments[key] = {**arguments.get(key, {}), **(value if isinstance(value, dict) else {"default": value})}
+    return {**base, **data, "arguments": arguments}
+
+
 def load_profile(name: str) -> Profile:
     path = profile_path(name)
-    spec = load_model(path, ProfileSpec)
+    data = _profile_data(path)
+    spec = load_model(path, ProfileSpec, data=data)
     # every substitution must name a declared argument
-    text = path.read_text()
+    text = yaml.safe_dump(data)
     for arg in sorted(set(_SUB.findall(text))):
         if arg not in spec.arguments:
             raise ConfigError(path, f"$({arg}) is used but not declared under 'arguments'", field="nodes")

@@ -7,6 +7,7 @@ import base64
 import html
 import json
 import math
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -201,8 +202,12 @@ def write_report(store: ResultsStore, campaign_ids: Sequence[str], out_dir: Path
         for art in store.artifacts(s.record.id, kind="level_image"):
             src = Path(art["path"])
             if art["level"] is not None and src.is_file() and art["level"] not in images:
-                images[art["level"]] = src.name if src.parent == out_dir else str(src)
-                files[images[art["level"]]] = src
+                # copied next to the report, so that the folder is complete on its own
+                local = out_dir / f"level_k{art['level']}{src.suffix}"
+                if src.resolve() != local.resolve():
+                    shutil.copyfile(src, local)
+                images[art["level"]] = local.name
+                files[local.name] = local
     md = markdown(summaries, [plot.name], images)
     md_path = out_dir / "report.md"
     md_path.write_text(md)
@@ -217,10 +222,13 @@ def write_report(store: ResultsStore, campaign_ids: Sequence[str], out_dir: Path
 
 
 def print_table(summaries: Sequence[CampaignSummary], console=None) -> None:
+    import sys
+
     from rich.console import Console
     from rich.table import Table
 
-    console = console or Console()
+    # a log or a pipe gets the full table, not the 80 columns rich assumes there
+    console = console or Console(width=None if sys.stdout.isatty() else 120)
     for s in summaries:
         for c in s.curves:
             table = Table(title=f"{s.record.id}: {c.policy} on '{s.record.axis}' ({s.record.world}) - {_break_text(c)}")

@@ -448,7 +448,7 @@ class ResultsStore:
 def _artifact_kind(path: str) -> str:
     suffix = Path(path).suffix.lower()
     if suffix in (".png", ".jpg", ".jpeg"):
-        return "image"
+        return "level_image" if Path(path).stem.startswith("level_image") else "image"
     if suffix in (".mp4", ".webm", ".gif"):
         return "video"
     if suffix in (".mcap", ".db3") or Path(path).is_dir():

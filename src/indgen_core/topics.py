@@ -16,3 +16,17 @@ CLOCK = "/clock"
 
 BLOCKENV_OBSERVATION = "/blockenv/observation"
 BLOCKENV_ACTION = "/blockenv/action"
+
+# The FR3 robot interface, the same for the MuJoCo twin and the real robot (README, "Robot
+# interface"): franka_ros2's joint_state_broadcaster, a ros2_controllers forward command
+# controller on the arm's velocity interfaces, a forward position controller on the Robotiq
+# gripper's knuckle joint, and DROID-style camera topics.
+JOINT_STATES = "/joint_states"
+ARM_VELOCITY_COMMAND = "/forward_velocity_controller/commands"
+GRIPPER_COMMAND = "/gripper_position_controller/commands"
+CONTROL_TICK = "/indgen/control_tick"
+OBJECT_POSES = "/indgen/sim/object_poses"  # simulation only: privileged state
+
+
+def camera_topic(camera: str) -> str:
+    return f"/cameras/{camera}/image_raw"

@@ -10,7 +10,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Start every process of a graph profile (config/graphs/PROFILE.yaml) with "
                        "prefixed logs; Ctrl-C or SIGTERM stops them all. Arguments are given as name:=value, as "
                        "with ros2 launch. `--show` prints the commands without starting anything.")
-    p.add_argument("profile", help="graph profile, e.g. blockenv_axis (see --list)")
+    p.add_argument("profile", nargs="?", help="graph profile, e.g. blockenv_axis (see --list)")
     p.add_argument("assignments", nargs="*", metavar="name:=value", help="profile arguments")
     p.add_argument("--show", action="store_true", help="print the resolved commands and exit")
     p.add_argument("--list", action="store_true", help="list the profiles and their arguments, then exit")
@@ -31,6 +31,7 @@ def parse_assignments(items: list[str]) -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     from indgen_core import graph, launcher, paths
+    from indgen_core.errors import IndGenError
 
     if args.list:
         for path in sorted((paths.config_dir() / "graphs").glob("*.yaml")):
@@ -39,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
             for name, arg in profile.spec.arguments.items():
                 print(f"    {name}:={arg.default!s:<24} {arg.description}")
         return 0
+    if not args.profile:
+        raise IndGenError("name a graph profile (indgen launch --list shows them)")
     profile = graph.load_profile(args.profile)
     nodes = profile.resolve(parse_assignments(args.assignments))
     if args.show:

@@ -8,11 +8,13 @@ garbled reply), reports it on /indgen/policy_status, and reconnects in the backg
 exponential backoff.
 
 Parameters:
-  spec (str)               observation/action spec: blockenv (droid, libero with their worlds)
+  spec (str)               observation/action spec: blockenv, droid
   server_uri (str)         ws://host:port of the policy server
   api_key (str)            sent as "Authorization: Api-Key <key>" when set
   action_horizon (int)     actions of a chunk executed open-loop (0: the spec's default)
   connect_timeout_s (float), reconnect_max_s (float)
+  cameras (str)            droid: comma-separated cameras a request needs (exterior_1, wrist; "" none)
+  privileged (bool)        droid: wait for the simulator's object poses (sim-only state policies)
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ class PolicyNode(Node):
     def __init__(self):
         super().__init__("policy_node")
         self.p = declare(self, spec="blockenv", server_uri="ws://127.0.0.1:8000", api_key="", action_horizon=0,
-                         connect_timeout_s=2.0, reconnect_max_s=5.0)
+                         connect_timeout_s=2.0, reconnect_max_s=5.0, cameras="", privileged=True)
         self.spec = registry.make(registry.SPECS, self.p["spec"])
         if self.p["action_horizon"] > 0:
             self.spec.horizon = int(self.p["action_horizon"])

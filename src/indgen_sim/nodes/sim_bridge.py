@@ -16,7 +16,11 @@ action_timeout_s, or the progression manager moving on to another trial (a new t
 it gave up on this one) ends the episode as aborted, never as a failure.
 
 Parameters:
-  world (str)                registered world (blockenv, droid_twin, libero, ...)
+  world (str)                registered world (blockenv, droid_twin, ...)
+  world_options (str)        keyword arguments of the world as a YAML mapping, e.g.
+                             "{cameras: [exterior_1], image_size: 224}" for droid_twin
+  level_images (bool)        save the world's preview after the first reset of each level of a
+                             campaign, as the report's per-level image
   action_timeout_s (float)   how long one tick may wait for its command
   feedback_period_s (float)  wall time between feedback messages
 """
@@ -24,6 +28,7 @@ Parameters:
 from __future__ import annotations
 
 import collections
+import dataclasses
 import time
 
 import rclpy
@@ -31,8 +36,9 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 
-from indgen_core import registry, topics
+from indgen_core import paths, registry, topics
 from indgen_core.episode import run_episode
+from indgen_core.errors import IndGenError
 from indgen_core.nodes import convert
 from indgen_core.nodes.base import LATCHED, LOCKSTEP, declare, run_node
 from indgen_core.specs import Spec
@@ -42,6 +48,7 @@ from indgen_msgs.msg import PolicyStatus, TaskSetup
 #: world spec -> the module:class that carries its topics
 IO_ADAPTERS = {
     "blockenv": "indgen_sim.nodes.blockenv_io:BlockEnvIO",
+    "droid": "indgen_sim.nodes.droid_io:DroidTwinIO",
 }
 
 
@@ -61,8 +68,14 @@ class _PassThrough(Spec):
 class SimBridge(Node):
     def __init__(self):
         super().__init__("sim_bridge")
-        self.p = declare(self, world="blockenv", action_timeout_s=10.0, feedback_period_s=0.5)
-        self.world = registry.make(registry.WORLDS, self.p["world"])
+        self.p = declare(self, world="blockenv", world_options="", level_images=False, action_timeout_s=10.0,
+                         feedback_period_s=0.5)
+        options = _options(self.p["world_options"])
+        try:
+            self.world = registry.make(registry.WORLDS, self.p["world"], **options)
+        except TypeError as exc:
+            raise IndGenError(f"world '{self.p['world']}' does not take the options {sorted(options)}: {exc}") from None
+        self.imaged: set[tuple[str, int]] = set()
         adapter = IO_ADAPTERS.get(self.world.spec)
         if adapter is None:
             raise registry.UnknownName(f"world '{self.p['world']}' has no ROS topic adapter (spec '{self.world.spec}')")
@@ -147,8 +160,19 @@ class SimBridge(Node):
             self.clock_pub.publish(Clock(clock=stamp))
             return self.io.exchange(setup, step, request["obs"], stamp, self.p["action_timeout_s"], should_abort)
 
+        images: list[str] = []
+
+        def on_reset(_obs) -> None:
+            if self.p["level_images"] and (setup.campaign_id, setup.level) not in self.imaged:
+                self.imaged.add((setup.campaign_id, setup.level))
+                path = self._save_level_image(setup)
+                if path:
+                    images.append(path)
+
         feedback(0, max_steps, "resetting")
-        result = run_episode(self.world, infer, _PassThrough(), setup, on_step=feedback)
+        result = run_episode(self.world, infer, _PassThrough(), setup, on_step=feedback, on_reset=on_reset)
+        if images:
+            result = dataclasses.replace(result, artifacts=(*result.artifacts, *images))
         self.get_logger().info(f"{setup.trial_id}: {result.outcome.name.lower()} after {result.steps} steps "
                                f"({result.reason})")
         msg = convert.result_to_msg(result, setup, _time_msg(self.sim_time))
@@ -158,8 +182,38 @@ class SimBridge(Node):
             goal_handle.succeed()
         return RunEpisode.Result(result=msg)
 
+    def _save_level_image(self, setup) -> str | None:
+        """The scene at the start of the level's first trial, for the report (never fatal)."""
+        try:
+            rgb = self.world.preview()
+            if rgb is None:
+                return None
+            from PIL import Image
+
+            out = paths.artifacts_dir() / "level_images" / setup.campaign_id / f"level_image_k{setup.level}.png"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            Image.fromarray(rgb).save(out)
+            return str(out)
+        except Exception as exc:
+            self.get_logger().warning(f"no level image for k={setup.level}: {exc}")
+            return None
+
     def close(self) -> None:
         self.world.close()
+
+
+def _options(text: str) -> dict:
+    if not text.strip():
+        return {}
+    import yaml
+
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        value = None
+    if not isinstance(value, dict):
+        raise IndGenError(f"world_options must be a YAML mapping such as '{{cameras: [exterior_1]}}', got {text!r}")
+    return value
 
 
 def _time_msg(seconds: float):

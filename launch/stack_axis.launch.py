@@ -1,0 +1,19 @@
+"""ros2 launch indgen stack_axis.launch.py [name:=value ...]
+
+The Stack-axis graph (the DROID FR3 twin with sim:=true). Which nodes run with which parameters is described once, in
+config/graphs/stack_axis.yaml, and read by indgen_core.graph, which `indgen launch
+stack_axis` uses too.
+"""
+
+from indgen_core.graph import launch_description, load_profile
+
+PROFILE = "stack_axis"
+
+
+def describe(**overrides):
+    """The resolved processes of this launch file, for tests and `--show`."""
+    return load_profile(PROFILE).resolve(overrides)
+
+
+def generate_launch_description():
+    return launch_description(PROFILE)

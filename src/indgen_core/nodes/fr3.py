@@ -1,0 +1,118 @@
+"""The FR3's ROS messages, both directions, in one place: the twin's topic adapter and the
+policy node's build and read exactly the same messages, and so will the real robot's driver.
+
+- /joint_states (sensor_msgs/JointState): fr3_joint1..7 (rad, rad/s) as franka_ros2's
+  joint_state_broadcaster names them, plus the Robotiq 2F-85's driver joint
+  robotiq_85_left_knuckle_joint (0 rad open .. 0.8 rad closed; DROID's gripper position
+  0..1 is its fraction of 0.8 rad).
+- /forward_velocity_controller/commands (std_msgs/Float64MultiArray): 7 joint velocities in
+  rad/s. DROID's normalised velocity v moves a joint by 0.2 v rad per 15 Hz tick, 3 v rad/s.
+- /gripper_position_controller/commands (std_msgs/Float64MultiArray): 1 value, the knuckle
+  joint's target in rad.
+In lock-step both commands carry the tick's sequence number in layout.data_offset (a forward
+command controller ignores the layout), so a command answers exactly one tick.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sensor_msgs.msg import Image, JointState
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+
+from indgen_core.specs.droid import CONTROL_HZ, DELTA_PER_TICK
+
+ARM_JOINTS = tuple(f"fr3_joint{i}" for i in range(1, 8))
+GRIPPER_JOINT = "robotiq_85_left_knuckle_joint"
+GRIPPER_CLOSED_RAD = 0.8
+RAD_PER_S_AT_ONE = DELTA_PER_TICK * CONTROL_HZ
+
+
+class BadCommand(ValueError):
+    """A command message that must not be applied (wrong size, NaN)."""
+
+
+def joint_state(q, dq, gripper: float, stamp) -> JointState:
+    msg = JointState(name=[*ARM_JOINTS, GRIPPER_JOINT], position=[*map(float, q), float(gripper) * GRIPPER_CLOSED_RAD],
+                     velocity=[*map(float, dq), 0.0])
+    msg.header.stamp = stamp
+    return msg
+
+
+def read_joint_state(msg: JointState) -> tuple[np.ndarray, float]:
+    """(arm joint positions in FR3 order, DROID gripper position 0..1), whatever the order of
+    names in the message."""
+    index = {n: i for i, n in enumerate(msg.name)}
+    missing = [n for n in (*ARM_JOINTS, GRIPPER_JOINT) if n not in index]
+    if missing:
+        raise BadCommand(f"joint state lacks {', '.join(missing)}")
+    q = np.array([msg.position[index[n]] for n in ARM_JOINTS], dtype=np.float64)
+    g = float(np.clip(msg.position[index[GRIPPER_JOINT]] / GRIPPER_CLOSED_RAD, 0.0, 1.0))
+    return q, g
+
+
+def command(values, sequence: int, label: str) -> Float64MultiArray:
+    values = [float(v) for v in values]
+    msg = Float64MultiArray(data=values)
+    msg.layout.dim = [MultiArrayDimension(label=label, size=len(values), stride=len(values))]
+    msg.layout.data_offset = int(sequence) % 2**32
+    return msg
+
+
+def arm_command(droid_velocity, sequence: int) -> Float64MultiArray:
+    """DROID's normalised joint velocities as the controller's rad/s."""
+    return command(np.asarray(droid_velocity, dtype=float) * RAD_PER_S_AT_ONE, sequence, "joints")
+
+
+def gripper_command(droid_gripper: float, sequence: int) -> Float64MultiArray:
+    return command([float(droid_gripper) * GRIPPER_CLOSED_RAD], sequence, "gripper")
+
+
+def read_arm_command(msg: Float64MultiArray) -> np.ndarray:
+    """rad/s back to DROID's normalised velocities; BadCommand for anything not executable."""
+    v = np.asarray(msg.data, dtype=np.float64)
+    if v.shape != (7,) or not np.all(np.isfinite(v)):
+        raise BadCommand(f"arm command must be 7 finite velocities, got {v.tolist()}")
+    return v / RAD_PER_S_AT_ONE
+
+
+def read_gripper_command(msg: Float64MultiArray) -> float:
+    g = np.asarray(msg.data, dtype=np.float64)
+    if g.shape != (1,) or not np.isfinite(g[0]):
+        raise BadCommand(f"gripper command must be one finite position, got {g.tolist()}")
+    return float(np.clip(g[0] / GRIPPER_CLOSED_RAD, 0.0, 1.0))
+
+
+def image(rgb: np.ndarray, stamp, frame_id: str) -> Image:
+    rgb = np.ascontiguousarray(rgb, dtype=np.uint8)
+    msg = Image(height=rgb.shape[0], width=rgb.shape[1], encoding="rgb8", is_bigendian=0, step=rgb.shape[1] * 3,
+                data=rgb.tobytes())
+    msg.header.stamp, msg.header.frame_id = stamp, frame_id
+    return msg
+
+
+def read_image(msg: Image) -> np.ndarray:
+    if msg.encoding not in ("rgb8", "bgr8"):
+        raise BadCommand(f"camera image encoding {msg.encoding!r} is not rgb8 or bgr8")
+    rows = np.frombuffer(bytes(msg.data), dtype=np.uint8).reshape(msg.height, msg.step)
+    rgb = rows[:, : msg.width * 3].reshape(msg.height, msg.width, 3)
+    return rgb[..., ::-1].copy() if msg.encoding == "bgr8" else rgb.copy()
+
+
+def object_poses(poses: dict[str, np.ndarray], stamp, frame_id: str = "fr3_link0"):
+    """Privileged object poses (position + wxyz quaternion each) as an ObjectPoses message."""
+    from geometry_msgs.msg import Point, Pose, Quaternion
+
+    from indgen_msgs.msg import ObjectPoses
+
+    msg = ObjectPoses(names=list(poses))
+    msg.poses = [Pose(position=Point(x=float(p[0]), y=float(p[1]), z=float(p[2])),
+                      orientation=Quaternion(w=float(p[3]), x=float(p[4]), y=float(p[5]), z=float(p[6])))
+                 for p in poses.values()]
+    msg.header.stamp, msg.header.frame_id = stamp, frame_id
+    return msg
+
+
+def read_object_poses(msg) -> dict[str, np.ndarray]:
+    return {n: np.array([p.position.x, p.position.y, p.position.z,
+                         p.orientation.w, p.orientation.x, p.orientation.y, p.orientation.z])
+            for n, p in zip(msg.names, msg.poses, strict=True)}

@@ -1,0 +1,231 @@
+"""The twin's tau_0 policy: a small torch MLP behaviour-cloned on oracle demonstrations at
+tau_0 only (no spacer under the blue block, the tau_0 bowl), for both tasks.
+
+State-based, with privileged object poses (a simulation-only shortcut, said so wherever its
+numbers are shown): joint positions, gripper position, the gripper's pinch point (forward
+kinematics of the joint positions), the object to pick and the target relative to it, the
+pick object's yaw (as sin/cos of 4 x yaw: a block looks the same every 90 degrees) and the
+task. It predicts the gripper's Cartesian twist and the gripper command; the robot's
+Jacobian (the same damped least squares as the oracle's) turns the twist into DROID's 7
+normalised joint velocities.
+
+Training data are oracle labels at tau_0 only: first oracle episodes with small noise on
+the executed actions (DART), then DAgger rounds in which the policy itself drives and the
+oracle labels every state it visits, so the policy learns to recover from its own errors.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from indgen_core import paths
+from indgen_core.errors import IndGenError, require
+from indgen_core.policy import Policy
+from indgen_sim.twin import tasks
+
+FEATURES = 7 + 1 + 3 + 3 + 3 + 3 + 2 + len(tasks.TASKS)
+TWIST_SCALE = np.array([0.25, 0.25, 0.25, 1.0, 1.0, 1.0])  # the oracle's speed limits
+
+
+def _objects(request: dict[str, Any]) -> dict[str, np.ndarray]:
+    return {k.split("/")[-1]: np.asarray(v, dtype=float) for k, v in request.items()
+            if k.startswith("privileged/objects/")}
+_KIN = None
+
+
+def _kinematics():
+    global _KIN
+    if _KIN is None:
+        from indgen_sim.twin.oracle import TwinKinematics
+
+        _KIN = TwinKinematics()
+    return _KIN
+
+
+def checkpoint_path() -> Path:
+    override = os.environ.get("INDGEN_TWIN_CHECKPOINT")
+    return Path(override) if override else paths.data_dir() / "twin" / "bc_tau0.pt"
+
+
+def features(obs: dict[str, Any]) -> np.ndarray:
+    """The policy input from a DROID-spec request (with the twin's privileged keys)."""
+    task = str(obs.get("privileged/task", ""))
+    if task not in tasks.TASKS:
+        raise ValueError("the twin's state-based policy needs privileged/task and object poses (sim only)")
+    objs = tasks.OBJECTS[task]
+    pick = np.asarray(obs[f"privileged/objects/{objs.pick}"], dtype=float)
+    place = np.asarray(obs[f"privileged/objects/{objs.place}"], dtype=float)
+    w, x, y, z = pick[3:7]
+    yaw = np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z)) if task == "stack" else 0.0
+    onehot = np.eye(len(tasks.TASKS))[tasks.TASKS.index(task)]
+    q = np.asarray(obs["observation/joint_position"], dtype=float).reshape(7)
+    kin = _kinematics()
+    kin.set(q)
+    pinch, _ = kin.pinch()
+    return np.concatenate([q, np.asarray(obs["observation/gripper_position"], dtype=float).reshape(1), pinch,
+                           pick[:3] - pinch, place[:3] - pinch, place[:3] - pick[:3],
+                           [np.sin(4 * yaw), np.cos(4 * yaw)], onehot])
+
+
+def _mlp(hidden: int):
+    torch = require("torch", "all", "the twin's tau_0 policy")
+    nn = torch.nn
+    return nn.Sequential(nn.Linear(FEATURES, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                         nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 7))
+
+
+def collect(episodes: int, policy: Policy | None = None, noise: float = 0.02, seed_base: int = 7_000_000,
+            log=print, builtin: bool = False) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Oracle-labelled states at tau_0 for both tasks: (features, oracle actions, stats). The
+    oracle drives (plus `noise`) when `policy` is None; otherwise the policy drives (DAgger)."""
+    from indgen_core.axes import library
+    from indgen_core.records import TaskSetup
+    from indgen_core.specs.droid import DroidSpec
+    from indgen_sim.twin.oracle import TwinOracle
+    from indgen_sim.twin.world import DroidTwinWorld
+
+    world, oracle, spec = DroidTwinWorld(cameras=False, builtin=builtin), TwinOracle(builtin=builtin), DroidSpec()
+    xs, ys = [], []
+    solved = 0
+    rng = np.random.default_rng(seed_base)
+    t0 = time.monotonic()
+    for e in range(episodes):
+        axis = tasks.TASKS[e % len(tasks.TASKS)]
+        level = library().get(axis).level(0)
+        setup = TaskSetup("demos", f"demo-{seed_base}-{e}", "droid_twin", axis, 0, True, level.parameters, e,
+                          seed_base + e, "droid_twin_oracle", level.language_instruction or "")
+        obs = world.reset(setup)
+        oracle.reset()
+        done = False
+        for step in range(world.max_steps(setup)):
+            request = spec.request(obs, setup, step)
+            clean = oracle.infer(request)["actions"][0]
+            twist, grip = oracle.command(request["observation/joint_position"], float(obs["gripper_position"]),
+                                         obs["task"], _objects(request))
+            xs.append(features(request))
+            ys.append(np.concatenate([twist / TWIST_SCALE, [grip]]))
+            if policy is None:
+                executed = clean.copy()
+                executed[:7] = np.clip(executed[:7] + rng.normal(0, noise, 7), -1, 1)
+            else:
+                executed = policy.infer(request)["actions"][0]
+            result = world.step({"joint_velocity": executed[:7], "gripper": float(executed[7] > 0.5)})
+            obs = result.observation
+            if result.done:
+                done = True
+                break
+        solved += done and world.evaluate().outcome.name == "SUCCESS"
+        if (e + 1) % 10 == 0:
+            log(f"  {'demonstrations' if policy is None else 'DAgger'}: {e + 1}/{episodes} episodes "
+                f"({time.monotonic() - t0:.0f} s)")
+    world.close()
+    return np.array(xs, dtype=np.float32), np.array(ys, dtype=np.float32), {"episodes": episodes, "solved": solved,
+                                                                             "samples": len(xs)}
+
+
+def train(x: np.ndarray, y: np.ndarray, epochs: int = 60, hidden: int = 256, seed: int = 0, log=print) -> dict:
+    torch = require("torch", "all", "the twin's tau_0 policy")
+    torch.manual_seed(seed)
+    mean, std = x.mean(0), x.std(0) + 1e-6
+    model = _mlp(hidden)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    xt = torch.as_tensor((x - mean) / std)
+    vel, grip = torch.as_tensor(y[:, :6]), torch.as_tensor((y[:, 6] > 0.5).astype(np.float32))
+    gen = torch.Generator().manual_seed(seed)
+    for epoch in range(epochs):
+        order = torch.randperm(len(xt), generator=gen)
+        total = 0.0
+        for i in range(0, len(xt), 256):
+            idx = order[i:i + 256]
+            out = model(xt[idx])
+            loss = torch.nn.functional.mse_loss(out[:, :6], vel[idx]) + \
+                torch.nn.functional.binary_cross_entropy_with_logits(out[:, 6], grip[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += loss.item() * len(idx)
+        if (epoch + 1) % 10 == 0:
+            log(f"  epoch {epoch + 1}/{epochs}: loss {total / len(xt):.4f}")
+    return {"state_dict": model.state_dict(), "mean": mean, "std": std, "hidden": hidden}
+
+
+def save(ckpt: dict, path: Path, info: dict) -> Path:
+    torch = require("torch", "all", "the twin's tau_0 policy")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    torch.save({**ckpt, "mean": ckpt["mean"].tolist(), "std": ckpt["std"].tolist(), "info": info}, tmp)
+    tmp.replace(path)
+    return path
+
+
+class TwinBCPolicy(Policy):
+    metadata: ClassVar[dict[str, Any]] = {"policy": "droid_twin_bc", "spec": "droid", "privileged": True,
+                                          "trained_on": "tau_0 oracle labels"}
+
+    def __init__(self, checkpoint: str | Path | dict | None = None):
+        torch = require("torch", "all", "the twin's tau_0 policy")
+        if isinstance(checkpoint, dict):  # straight from train()
+            ckpt = checkpoint
+        else:
+            path = Path(checkpoint) if checkpoint else checkpoint_path()
+            if not path.is_file():
+                raise IndGenError(f"no twin policy checkpoint at {path}: run `indgen twin train-bc`")
+            try:
+                ckpt = torch.load(path, map_location="cpu", weights_only=True)
+            except Exception as exc:
+                raise IndGenError(f"{path} is not a readable twin policy checkpoint "
+                                  f"({exc.__class__.__name__})") from None
+        self.model = _mlp(ckpt["hidden"])
+        self.model.load_state_dict(ckpt["state_dict"])
+        self.model.eval()
+        self.mean = np.asarray(ckpt["mean"], dtype=np.float32)
+        self.std = np.asarray(ckpt["std"], dtype=np.float32)
+        self.torch = torch
+        from indgen_sim.twin.oracle import TwinOracle
+
+        self.ik = TwinOracle()  # only its kinematics: twist -> joint velocities
+
+    def infer(self, obs: dict[str, Any]) -> dict[str, Any]:
+        x = (features(obs).astype(np.float32) - self.mean) / self.std
+        with self.torch.no_grad():
+            out = self.model(self.torch.as_tensor(x[None])).numpy()[0]
+        twist = np.clip(out[:6], -1, 1) * TWIST_SCALE
+        q = np.asarray(obs["observation/joint_position"], dtype=float).reshape(7)
+        action = np.concatenate([self.ik.joint_velocities(q, twist), [1.0 if out[6] > 0 else 0.0]])
+        return {"actions": action[None, :]}
+
+
+def train_with_dagger(demo_episodes: int = 40, rounds: int = 4, episodes_per_round: int = 30, epochs: int = 60,
+                      log=print) -> tuple[dict, dict]:
+    """Oracle demonstrations, then DAgger rounds, all at tau_0; returns (checkpoint, info)."""
+    x, y, stats = collect(demo_episodes, log=log)
+    info = {"rounds": [stats]}
+    ckpt = train(x, y, epochs=epochs, log=log)
+    for r in range(rounds):
+        xr, yr, stats = collect(episodes_per_round, policy=TwinBCPolicy(ckpt), seed_base=8_000_000 + 1000 * r,
+                                log=log)
+        log(f"  DAgger round {r + 1}/{rounds}: the policy solved {stats['solved']}/{stats['episodes']} at tau_0")
+        info["rounds"].append(stats)
+        x, y = np.concatenate([x, xr]), np.concatenate([y, yr])
+        ckpt = train(x, y, epochs=epochs, log=log)
+    info["samples"] = len(x)
+    return ckpt, info
+
+
+def train_and_save(path: str | Path | None = None, log=print, **options) -> Path:
+    """train_with_dagger with the defaults below, saved atomically to `path` (or the standard
+    place); what was collected and how well the policy did per round go into the checkpoint."""
+    torch = require("torch", "all", "the twin's tau_0 policy")
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    t0 = time.monotonic()
+    ckpt, info = train_with_dagger(log=log, **options)
+    info["train_seconds"] = round(time.monotonic() - t0, 1)
+    out = save(ckpt, Path(path) if path else checkpoint_path(), info)
+    log(f"trained in {info['train_seconds']:.0f} s on {info['samples']} oracle-labelled states at tau_0")
+    return out

@@ -1,0 +1,87 @@
+"""`indgen twin ...`: the DROID FR3 twin's tau_0 policy and the sim-in-the-loop dry run."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from indgen_core.cli.common import add_db_option
+
+AXES = ("stack", "scale")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("twin", help="the DROID FR3 twin in MuJoCo: tau_0 policy training and the dry run",
+                       description="The MuJoCo twin of the DROID FR3 set-up (paper section 5.3).")
+    tsub = p.add_subparsers(dest="twin_command", metavar="ACTION", required=True)
+    t = tsub.add_parser("train-bc", help="behaviour-clone the tau_0 policy on oracle demonstrations at tau_0",
+                        description="Collect oracle demonstrations at tau_0 (both tasks), train a small state-based "
+                        "MLP (privileged object poses: simulation only), then run DAgger rounds at tau_0 in which "
+                        "the policy drives and the oracle labels. About 4 minutes on 2 CPU cores.")
+    t.add_argument("--out", type=Path, help="checkpoint path (default: $INDGEN_TWIN_CHECKPOINT or "
+                   "<data dir>/twin/bc_tau0.pt)")
+    t.add_argument("--demos", type=int, default=None, help="oracle demonstration episodes")
+    t.add_argument("--rounds", type=int, default=None, help="DAgger rounds")
+    t.add_argument("--episodes-per-round", type=int, default=None, help="policy-driven episodes per DAgger round")
+    t.add_argument("--epochs", type=int, default=None, help="training epochs after each round")
+    t.set_defaults(func=cmd_train_bc)
+
+    d = tsub.add_parser("demo", help="dry-run an axis through the full ROS graph: oracle, then the tau_0 policy",
+                        description="The sim-in-the-loop dry run (what `make demo` runs): bring the axis graph up "
+                        "with the twin and the oracle, which certifies tau_0..tau_4; then again with the tau_0 "
+                        "policy (trained first when its checkpoint is missing). Prints the per-level tables with "
+                        "95%% intervals and the break level, and writes one report with both curves and an "
+                        "exterior image per level.")
+    d.add_argument("--axis", choices=AXES, default="stack")
+    d.add_argument("--trials", type=int, default=None, help="trials per level (default: the campaign's, 10)")
+    d.add_argument("--retrain", action="store_true", help="train the tau_0 policy even if its checkpoint exists")
+    d.add_argument("--out", type=Path, help="report folder (default: <artifacts>/reports/twin-demo-<axis>-<time>)")
+    d.add_argument("--log", type=Path, help="graph log file (default: <report folder>/graph.log)")
+    add_db_option(d)
+    d.set_defaults(func=cmd_demo)
+
+
+def cmd_train_bc(args: argparse.Namespace) -> int:
+    from indgen_sim.twin import bc
+
+    options = {k: v for k, v in {"demo_episodes": args.demos, "rounds": args.rounds,
+                                 "episodes_per_round": args.episodes_per_round, "epochs": args.epochs}.items()
+               if v is not None}
+    path = bc.train_and_save(args.out, log=print, **options)
+    print(f"checkpoint: {path}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from indgen_core import paths
+    from indgen_core.analysis import summarize
+    from indgen_core.graphrun import run_graph
+    from indgen_core.report import print_table, write_report
+    from indgen_core.store import ResultsStore
+    from indgen_sim.twin import bc
+
+    t0 = time.monotonic()
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out = args.out or paths.artifacts_dir() / "reports" / f"twin-demo-{args.axis}-{stamp}"
+    out.mkdir(parents=True, exist_ok=True)
+    log = args.log or out / "graph.log"
+    db = Path(args.db) if args.db else paths.default_db()
+    if args.retrain or not bc.checkpoint_path().is_file():
+        print(f"training the tau_0 policy (no checkpoint at {bc.checkpoint_path()}) ...", flush=True)
+        bc.train_and_save(None, log=print)
+    ids = []
+    for policy, campaign in ((
+            "droid_twin_oracle", f"campaigns/twin_{args.axis}_oracle.yaml"),
+            ("droid_twin_bc", f"campaigns/twin_{args.axis}_bc.yaml")):
+        cid = f"twin-{args.axis}-{policy.removeprefix('droid_twin_')}-{stamp}"
+        print(f"{policy}: {args.axis} axis through the ROS graph (campaign {cid}; log {log})", flush=True)
+        run_graph(f"{args.axis}_axis", {"campaign": campaign, "policy": policy, "report_dir": str(out / "campaigns")},
+                  db, cid, log, trials=args.trials)
+        ids.append(cid)
+    with ResultsStore(db) as store:
+        print_table([summarize(store, cid) for cid in ids])
+        files = write_report(store, ids, out)
+    print(f"report: {files.html}")
+    print(f"dry run done in {(time.monotonic() - t0) / 60:.1f} min; results in {db}")
+    return 0
