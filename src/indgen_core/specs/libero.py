@@ -1,0 +1,61 @@
+"""The LIBERO spec (openpi's LIBERO example, pi05_libero): what a pi0.5-LIBERO server, or
+OpenVLA-OFT behind an openpi-compatible server, expects.
+
+Request: observation/image (agentview) and observation/wrist_image, each rotated 180 degrees
+(LIBERO renders upside down) and letterboxed to 224 x 224; observation/state (8) = end-effector
+position (3) + axis-angle (3) + gripper finger positions (2); prompt = the task's language.
+In simulation IndGen adds privileged keys (privileged/objects/<name>: position + quaternion,
+privileged/pick, privileged/place) that pi0.5 ignores and the LIBERO oracle reads.
+
+Reply: actions (chunk, 7): end-effector delta pose (6, LIBERO's OSC_POSE controller, clipped
+to [-1, 1] as the controller does) and the gripper (binarised: > 0 closes, else -1 opens).
+openpi re-plans every 5 steps (`horizon`); the world waits 10 no-op steps before the first
+request and runs at most 280 steps for LIBERO-Object.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from indgen_core.specs import Spec, reply_array
+from indgen_core.specs.droid import letterbox
+
+SETTLE_STEPS = 10
+MAX_STEPS = 280
+NOOP = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0])
+
+
+def upright(image: np.ndarray) -> np.ndarray:
+    """LIBERO's images come upside down; openpi rotates them by 180 degrees."""
+    return np.ascontiguousarray(np.asarray(image)[::-1, ::-1])
+
+
+class LiberoSpec(Spec):
+    name = "libero"
+    horizon = 5
+
+    def request(self, obs, setup, step):
+        req = {
+            "observation/state": np.asarray(obs["state"], dtype=np.float64).reshape(8),
+            "prompt": setup.language_instruction,
+            "episode/seed": np.uint64(setup.seed),
+            "episode/step": np.int64(step),
+            "episode/id": setup.trial_id,
+        }
+        images = obs.get("images") or {}
+        if "agentview" in images:
+            req["observation/image"] = letterbox(upright(images["agentview"]))
+        if "wrist" in images:
+            req["observation/wrist_image"] = letterbox(upright(images["wrist"]))
+        for name, pose in (obs.get("objects") or {}).items():
+            req[f"privileged/objects/{name}"] = np.asarray(pose, dtype=np.float64)
+        for key in ("pick", "place"):
+            if obs.get(key):
+                req[f"privileged/{key}"] = obs[key]
+        return req
+
+    def actions(self, reply):
+        arr = reply_array(reply, width=7)
+        # the OSC controller clips its input to [-1, 1] itself; doing it here keeps the
+        # executed action what the logs show
+        return [np.concatenate([np.clip(a[:6], -1.0, 1.0), [1.0 if a[6] > 0 else -1.0]]) for a in arr[: self.horizon]]
