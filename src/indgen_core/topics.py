@@ -30,3 +30,7 @@ OBJECT_POSES = "/indgen/sim/object_poses"  # simulation only: privileged state
 
 def camera_topic(camera: str) -> str:
     return f"/cameras/{camera}/image_raw"
+
+# LIBERO (simulation only): the end-effector pose the OSC controller acts on, its command
+LIBERO_EEF_POSE = "/libero/eef_pose"
+LIBERO_OSC_COMMAND = "/libero/osc_command"

@@ -42,7 +42,7 @@ def campaign_yaml(tmp: Path, name: str = "toy_campaign", **overrides) -> Path:
     return path
 
 
-def plan_toy(store, tmp: Path, certify_first: bool = True, **overrides):
+def plan_toy(store, tmp: Path, certify_first: bool = True, campaign_id: str | None = None, **overrides):
     """Plan a toy campaign in `store` (after an oracle-style certify campaign, by default)."""
     lib = AxisLibrary([config_dir(tmp) / "axes"])
     if certify_first:
@@ -56,4 +56,4 @@ def plan_toy(store, tmp: Path, certify_first: bool = True, **overrides):
     doc = {"name": "toy_campaign", "axis": "toy_depth", "world": "toy", "policies": ["skilled"],
            "trials_per_level": 4, "seed": 11, "levels": [0, 1, 2, 3]}
     doc.update(overrides)
-    return plan_campaign(store, CampaignConfig(**doc), axes=lib)
+    return plan_campaign(store, CampaignConfig(**doc), campaign_id=campaign_id, axes=lib)

@@ -46,6 +46,10 @@ class ToyWorld(World):
         self.steps = 0
 
     def reset(self, setup):
+        marker = os.environ.get("TOY_CRASH_ONCE")  # a file path: crash once, at level 2, trial 1
+        if marker and setup.trial_index == 1 and setup.level == 2 and not os.path.exists(marker):
+            open(marker, "w").close()
+            os._exit(7)  # a simulator that takes its process down, once
         if setup.options.get("invalid_level") == setup.level:
             raise InvalidSetup("toy blocks interpenetrate")
         self.level = setup.level

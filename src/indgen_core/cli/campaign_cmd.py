@@ -30,6 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         pp.add_argument("--allow-uncertified", action="store_true",
                         help="score levels that have no feasibility certificate (recorded in the results)")
         pp.add_argument("--reason", default="", help="why uncertified levels are acceptable (required with the above)")
+        if name == "run":
+            _workers_option(pp)
         add_db_option(pp)
         pp.set_defaults(func=func)
 
@@ -37,6 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                  ("resume", "run the pending trials of a campaign in this process", cmd_resume)):
         sp = csub.add_parser(name, help=helptext, description=helptext[0].upper() + helptext[1:] + ".")
         sp.add_argument("id", help="campaign id")
+        if name == "resume":
+            _workers_option(sp)
         add_db_option(sp)
         sp.set_defaults(func=func)
 
@@ -83,19 +87,25 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _workers_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="spread the trials over N worker processes, each with its own simulator (0: one per "
+                   "core); a worker that dies costs a retry of its trial, never a result")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         record = _plan(args, store)
-        return _run(store, record.id)
+        return _run(store, record.id, args.workers)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         store.campaign(args.id)
-        return _run(store, args.id)
+        return _run(store, args.id, args.workers)
 
 
-def _run(store, campaign_id: str) -> int:
+def _run(store, campaign_id: str, workers: int = 1) -> int:
     from indgen_core.analysis import summarize
     from indgen_core.inprocess import InProcessExecutor
     from indgen_core.progress import ProgressPrinter
@@ -103,15 +113,27 @@ def _run(store, campaign_id: str) -> int:
     from indgen_core.runner import run_campaign
 
     record = store.campaign(campaign_id)
-    executor = InProcessExecutor(record.world, endpoints=record.config.get("endpoints"))
     total = len(store.planned_trials(campaign_id))
-    try:
+    if workers != 1:
+        from indgen_core import campaign as campaign_mod
+        from indgen_core.errors import IndGenError
+        from indgen_core.parallel import default_workers, run_campaign_parallel
+
+        if campaign_mod.adaptive_rule(record) is not None:
+            raise IndGenError("an adaptive campaign decides trial by trial: run it with --workers 1")
         with ProgressPrinter(total, f"campaign {campaign_id}") as bar:
-            summary = run_campaign(store, campaign_id, executor,
-                                   progress=lambda done, tot, trial, res: bar.update(
-                                       done, f"{trial.trial_id}: {res.outcome.name.lower()}"))
-    finally:
-        executor.close()
+            summary = run_campaign_parallel(store, campaign_id, workers=workers or default_workers(),
+                                            progress=lambda done, tot, trial, res: bar.update(
+                                                done, f"{trial.trial_id}: {res.outcome.name.lower()}"))
+    else:
+        executor = InProcessExecutor(record.world, endpoints=record.config.get("endpoints"))
+        try:
+            with ProgressPrinter(total, f"campaign {campaign_id}") as bar:
+                summary = run_campaign(store, campaign_id, executor,
+                                       progress=lambda done, tot, trial, res: bar.update(
+                                           done, f"{trial.trial_id}: {res.outcome.name.lower()}"))
+        finally:
+            executor.close()
     print_table([summarize(store, campaign_id)])
     print(f"ran {summary.ran} trials, skipped {summary.skipped}, {summary.remaining} pending; "
           f"`indgen report {campaign_id}` writes the report")

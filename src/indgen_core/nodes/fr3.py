@@ -98,21 +98,38 @@ def read_image(msg: Image) -> np.ndarray:
     return rgb[..., ::-1].copy() if msg.encoding == "bgr8" else rgb.copy()
 
 
-def object_poses(poses: dict[str, np.ndarray], stamp, frame_id: str = "fr3_link0"):
-    """Privileged object poses (position + wxyz quaternion each) as an ObjectPoses message."""
+def _pose(p):
     from geometry_msgs.msg import Point, Pose, Quaternion
 
+    return Pose(position=Point(x=float(p[0]), y=float(p[1]), z=float(p[2])),
+                orientation=Quaternion(w=float(p[3]), x=float(p[4]), y=float(p[5]), z=float(p[6])))
+
+
+def _array(p) -> np.ndarray:
+    return np.array([p.position.x, p.position.y, p.position.z,
+                     p.orientation.w, p.orientation.x, p.orientation.y, p.orientation.z])
+
+
+def object_poses(poses: dict[str, np.ndarray], stamp, frame_id: str = "fr3_link0", pick: str = "",
+                 place: str = "", grasp: np.ndarray | None = None):
+    """Privileged object poses (position + wxyz quaternion each) as an ObjectPoses message;
+    `grasp` (x, y, top z, yaw) becomes pick_grasp."""
     from indgen_msgs.msg import ObjectPoses
 
-    msg = ObjectPoses(names=list(poses))
-    msg.poses = [Pose(position=Point(x=float(p[0]), y=float(p[1]), z=float(p[2])),
-                      orientation=Quaternion(w=float(p[3]), x=float(p[4]), y=float(p[5]), z=float(p[6])))
-                 for p in poses.values()]
+    msg = ObjectPoses(names=list(poses), pick=pick, place=place)
+    msg.poses = [_pose(p) for p in poses.values()]
+    if grasp is not None:
+        yaw = float(grasp[3])
+        msg.pick_grasp = _pose([grasp[0], grasp[1], grasp[2], np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)])
     msg.header.stamp, msg.header.frame_id = stamp, frame_id
     return msg
 
 
 def read_object_poses(msg) -> dict[str, np.ndarray]:
-    return {n: np.array([p.position.x, p.position.y, p.position.z,
-                         p.orientation.w, p.orientation.x, p.orientation.y, p.orientation.z])
-            for n, p in zip(msg.names, msg.poses, strict=True)}
+    return {n: _array(p) for n, p in zip(msg.names, msg.poses, strict=True)}
+
+
+def read_grasp(msg) -> np.ndarray:
+    """pick_grasp back as (x, y, top z, yaw)."""
+    g = _array(msg.pick_grasp)
+    return np.array([g[0], g[1], g[2], 2.0 * np.arctan2(g[6], g[3])])

@@ -19,6 +19,9 @@ Parameters:
   abort_backoff_s (float)   first wait after an aborted trial (doubles, at most 30x)
   wait_for_operator (bool)  wait for /indgen/operator_ack after each setup prompt (real robot)
   exit_when_done (bool)     exit (status 0) when the campaign is done
+  axis, levels, trials, world_options   override the campaign file's axis, levels ("-1,0,1"),
+                            trials per level and world options (a YAML mapping, merged), so one
+                            campaign file serves every task and axis of a world
 """
 
 from __future__ import annotations
@@ -53,7 +56,8 @@ class ProgressionManager(Node):
         super().__init__("progression_manager")
         self.p = declare(self, campaign="", campaign_id="", db="", allow_uncertified=False, override_reason="",
                          episode_timeout_s=600.0, server_wait_s=10.0, commit_timeout_s=30.0, abort_backoff_s=1.0,
-                         wait_for_operator=False, exit_when_done=True)
+                         wait_for_operator=False, exit_when_done=True, axis="", levels="", trials=0,
+                         world_options="")
         self.store = ResultsStore(self.p["db"] or None)
         self.record = self._plan_or_resume()
         self.group = ReentrantCallbackGroup()
@@ -84,13 +88,36 @@ class ProgressionManager(Node):
         path = Path(self.p["campaign"])
         if not path.is_file() and (paths.config_dir() / path).is_file():
             path = paths.config_dir() / path  # a profile default such as campaigns/blockenv_oracle.yaml
-        config = load_campaign_config(path)
+        config = self._override(load_campaign_config(path))
         record = plan_campaign(self.store, config, campaign_id=cid or None,
                                allow_uncertified=self.p["allow_uncertified"],
                                override_reason=self.p["override_reason"], source=str(path))
         self.get_logger().info(f"planned campaign {record.id}: {len(self.store.planned_trials(record.id))} trials "
                                f"in {self.store.path}")
         return record
+
+    def _override(self, config):
+        changes = {}
+        if self.p["axis"]:
+            changes["axis"] = self.p["axis"]
+        text = str(self.p["levels"]).strip().strip("[]")
+        if text:
+            try:
+                changes["levels"] = [int(k) for k in text.split(",") if k.strip()]
+            except ValueError:
+                raise IndGenError(f"levels must be comma-separated integers such as -1,0,1, got {self.p['levels']!r}") \
+                    from None
+        if self.p["trials"]:
+            changes["trials_per_level"] = int(self.p["trials"])
+        if str(self.p["world_options"]).strip():
+            import yaml
+
+            extra = yaml.safe_load(str(self.p["world_options"]))
+            if not isinstance(extra, dict):
+                raise IndGenError(f"world_options must be a YAML mapping such as '{{task: 3}}', got "
+                                  f"{self.p['world_options']!r}")
+            changes["world_options"] = {**config.world_options, **extra}
+        return config.model_validate({**config.model_dump(), **changes}) if changes else config
 
     def start(self) -> None:
         self._thread.start()

@@ -5,7 +5,8 @@ Request: observation/image (agentview) and observation/wrist_image, each rotated
 (LIBERO renders upside down) and letterboxed to 224 x 224; observation/state (8) = end-effector
 position (3) + axis-angle (3) + gripper finger positions (2); prompt = the task's language.
 In simulation IndGen adds privileged keys (privileged/objects/<name>: position + quaternion,
-privileged/pick, privileged/place) that pi0.5 ignores and the LIBERO oracle reads.
+privileged/pick, privileged/place, privileged/grasp: the pick object's top and footprint)
+that pi0.5 ignores and the LIBERO oracle reads.
 
 Reply: actions (chunk, 7): end-effector delta pose (6, LIBERO's OSC_POSE controller, clipped
 to [-1, 1] as the controller does) and the gripper (binarised: > 0 closes, else -1 opens).
@@ -37,7 +38,7 @@ class LiberoSpec(Spec):
     def request(self, obs, setup, step):
         req = {
             "observation/state": np.asarray(obs["state"], dtype=np.float64).reshape(8),
-            "prompt": setup.language_instruction,
+            "prompt": setup.language_instruction or obs.get("language", ""),
             "episode/seed": np.uint64(setup.seed),
             "episode/step": np.int64(step),
             "episode/id": setup.trial_id,
@@ -49,9 +50,9 @@ class LiberoSpec(Spec):
             req["observation/wrist_image"] = letterbox(upright(images["wrist"]))
         for name, pose in (obs.get("objects") or {}).items():
             req[f"privileged/objects/{name}"] = np.asarray(pose, dtype=np.float64)
-        for key in ("pick", "place"):
-            if obs.get(key):
-                req[f"privileged/{key}"] = obs[key]
+        if obs.get("objects"):
+            req["privileged/pick"], req["privileged/place"] = obs["pick"], obs["place"]
+            req["privileged/grasp"] = np.asarray(obs["grasp"], dtype=np.float64)
         return req
 
     def actions(self, reply):
@@ -59,3 +60,24 @@ class LiberoSpec(Spec):
         # the OSC controller clips its input to [-1, 1] itself; doing it here keeps the
         # executed action what the logs show
         return [np.concatenate([np.clip(a[:6], -1.0, 1.0), [1.0 if a[6] > 0 else -1.0]]) for a in arr[: self.horizon]]
+
+
+def quat_xyzw_to_axis_angle(q) -> np.ndarray:
+    """openpi's conversion of robosuite's (x, y, z, w) end-effector quaternion to the state's
+    axis-angle (the angle in [0, pi])."""
+    x, y, z, w = (float(c) for c in q)
+    if w < 0:
+        x, y, z, w = -x, -y, -z, -w
+    w = min(1.0, w)
+    den = float(np.sqrt(max(0.0, 1.0 - w * w)))
+    if den < 1e-9:
+        return np.zeros(3)
+    return np.array([x, y, z]) * 2.0 * float(np.arccos(w)) / den
+
+
+def axis_angle_to_quat_xyzw(v) -> np.ndarray:
+    v = np.asarray(v, dtype=float)
+    angle = float(np.linalg.norm(v))
+    if angle < 1e-12:
+        return np.array([0.0, 0.0, 0.0, 1.0])
+    return np.concatenate([v / angle * np.sin(angle / 2), [np.cos(angle / 2)]])

@@ -49,6 +49,7 @@ from indgen_msgs.msg import PolicyStatus, TaskSetup
 IO_ADAPTERS = {
     "blockenv": "indgen_sim.nodes.blockenv_io:BlockEnvIO",
     "droid": "indgen_sim.nodes.droid_io:DroidTwinIO",
+    "libero": "indgen_sim.nodes.libero_io:LiberoIO",
 }
 
 

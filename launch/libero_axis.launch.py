@@ -1,0 +1,19 @@
+"""ros2 launch indgen libero_axis.launch.py [name:=value ...]
+
+A LIBERO-Object axis graph. Which nodes run with which parameters is described once, in
+config/graphs/libero_axis.yaml, and read by indgen_core.graph, which `indgen launch
+libero_axis` uses too.
+"""
+
+from indgen_core.graph import launch_description, load_profile
+
+PROFILE = "libero_axis"
+
+
+def describe(**overrides):
+    """The resolved processes of this launch file, for tests and `--show`."""
+    return load_profile(PROFILE).resolve(overrides)
+
+
+def generate_launch_description():
+    return launch_description(PROFILE)

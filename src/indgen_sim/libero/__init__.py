@@ -1,0 +1,1 @@
+"""LIBERO-Object behind the world interface (optional: `pip install -e .[libero]`)."""

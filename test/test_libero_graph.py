@@ -1,0 +1,36 @@
+"""A small LIBERO campaign through the whole ROS graph: one task, one axis, k = -1..1, two
+trials, the oracle behind `indgen serve-policy` and openpi's LIBERO spec on the policy node."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import servers
+
+from indgen_core.store import ResultsStore
+
+pytestmark = [pytest.mark.slow, pytest.mark.ros]
+
+
+def test_libero_oracle_campaign_through_the_graph(tmp_path, monkeypatch):
+    monkeypatch.setenv("INDGEN_ARTIFACTS", str(tmp_path / "artifacts"))
+    port = servers.free_port()
+    db = tmp_path / "r.sqlite"
+    proc = subprocess.run([sys.executable, "-m", "indgen_core.cli", "launch", "libero_axis", "axis:=libero_goal_y",
+                           "task:=2", "levels:=-1,0,1", "trials:=2", "campaign_id:=lib", f"db:={db}",
+                           f"port:={port}", f"server_uri:=ws://127.0.0.1:{port}", f"report_dir:={tmp_path / 'rep'}"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-5000:]
+    assert "campaign lib done: 6 trials run" in proc.stdout
+    with ResultsStore(db) as store:
+        rows = store.rows("lib")
+        assert sorted(r.level for r in rows) == [-1, -1, 0, 0, 1, 1]
+        assert all(r.outcome == "success" for r in rows), [(r.level, r.reason) for r in rows]
+        record = store.campaign("lib")
+        assert record.axis == "libero_goal_y" and record.config["world_options"] == {"task": 2}
+        certs = store.certificates(world="libero", axis="libero_goal_y")
+        assert {c["level"] for c in certs} == {-1, 0, 1}
+        assert sorted(a["level"] for a in store.artifacts("lib", kind="level_image")) == [-1, 0, 1]
+    assert (tmp_path / "rep" / "lib" / "report.html").is_file()
