@@ -118,12 +118,12 @@ def test_libero_spec_matches_openpi():
     np.testing.assert_allclose(quat_xyzw_to_axis_angle(q), [0.3, -1.2, 2.0], atol=1e-9)
 
 
-def test_an_axis_the_world_does_not_implement_is_refused_not_ignored(world):
-    s = TaskSetup("c", "t", "libero", "libero_scale", 1, False, (ParameterValue("object_scale", 1.0667, "x"),), 0, 0,
+def test_a_parameter_the_world_does_not_implement_is_refused_not_ignored(world):
+    s = TaskSetup("c", "t", "libero", "my_axis", 1, False, (ParameterValue("pick_offset_z", 2.0, "cm"),), 0, 0,
                   "p", options={"task": 0})
     from indgen_core.world import InvalidSetup
 
-    with pytest.raises(InvalidSetup, match="does not implement object_scale"):
+    with pytest.raises(InvalidSetup, match="does not implement pick_offset_z"):
         world.reset(s)
 
 
@@ -143,3 +143,35 @@ def test_distractors_are_extra_objects_away_from_the_task_and_the_oracle_still_s
     assert not any(physics.in_contact(world.m, world.d, [world.bodies[n]], task) for n in extra)
     result = run_episode(world, LiberoOracle().infer, LiberoSpec(), s)
     assert result.outcome is Outcome.SUCCESS, result.reason
+
+
+def test_the_composed_axis_moves_the_pick_object_and_adds_distractors(world):
+    plain = world.reset(setup(0))
+    s = TaskSetup("test", "c1", "libero", "libero_pick_y_x_distractors", -1, False,
+                  (ParameterValue("pick_offset_y", -2.5, "cm"), ParameterValue("distractor_count", 1, "count")),
+                  0, 0, "libero_oracle", options={"task": 0})
+    obs = world.reset(s)
+    assert len(set(obs["objects"]) - set(plain["objects"])) == 1
+    dy = obs["objects"][obs["pick"]][1] - plain["objects"][plain["pick"]][1]
+    assert dy == pytest.approx(-0.025, abs=0.004)
+
+
+def test_the_scale_axis_scales_the_pick_objects_geometry_and_mass(world):
+    def measure():
+        b = world.bodies[world.pick]
+        sizes = [world.m.geom_size[g].copy() for g in range(world.m.ngeom)
+                 if world.m.geom_bodyid[g] == b and world.m.geom_type[g] == 6]
+        return np.array(sizes), float(world.m.body_mass[b]), world._lowest_point(world.pick)
+
+    world.reset(setup(0))
+    sizes, mass, low = measure()
+    k = 3
+    s = TaskSetup("test", "s3", "libero", "libero_scale", k, False, (ParameterValue("object_scale", 1.2, "x"),),
+                  0, 0, "libero_oracle", options={"task": 0})
+    world.reset(s)
+    sizes3, mass3, low3 = measure()
+    np.testing.assert_allclose(sizes3, sizes * 1.2, rtol=1e-4)
+    assert mass3 == pytest.approx(mass * 1.2**3, rel=0.02)
+    assert low3 == pytest.approx(low, abs=0.004)  # still standing on the floor
+    world.reset(setup(0))  # the next episode is the stock scene again
+    assert measure()[1] == pytest.approx(mass)

@@ -34,3 +34,6 @@ def test_libero_oracle_campaign_through_the_graph(tmp_path, monkeypatch):
         assert {c["level"] for c in certs} == {-1, 0, 1}
         assert sorted(a["level"] for a in store.artifacts("lib", kind="level_image")) == [-1, 0, 1]
     assert (tmp_path / "rep" / "lib" / "report.html").is_file()
+    report = (tmp_path / "rep" / "lib" / "report.md").read_text()
+    assert "| policy | k | n | libero_success | strict_success |" in report  # both checks, per level
+    assert "| libero_oracle | 0 | 2 | 2 | 2 |" in report

@@ -39,6 +39,9 @@ class CampaignSummary:
     comparisons: list[tuple[str, str, stats.Comparison]] = field(default_factory=list)
     invalid: list[dict[str, Any]] = field(default_factory=list)
     threshold: float = stats.DEFAULT_THRESHOLD
+    #: (policy, level) -> {check: times true} over scored results, for the yes/no checks a
+    #: world reports in its details (LIBERO: libero_success beside IndGen's strict_success)
+    checks: dict[tuple[str, int], dict[str, int]] = field(default_factory=dict)
 
     @property
     def black_box(self) -> bool:
@@ -82,4 +85,12 @@ def summarize(store: ResultsStore, campaign_id: str, confidence: float = stats.D
                                     stats.compare(sa.successes, sa.n, sb.successes, sb.n, sa.level, confidence)))
     invalid = [{"trial_id": r.trial_id, "policy": r.policy, "level": r.level, "reason": r.reason}
                for r in store.rows(campaign_id) if r.outcome == "invalid"]
-    return CampaignSummary(record, curves, comparisons, invalid, threshold)
+    checks: dict[tuple[str, int], dict[str, int]] = {}
+    for policy, level, outcome, details in store.result_details(campaign_id):
+        flags = {k: v for k, v in details.items() if isinstance(v, bool)}
+        if flags and outcome in ("success", "failure", "timeout"):
+            entry = checks.setdefault((policy, level), {"n": 0})
+            entry["n"] += 1
+            for k, v in flags.items():
+                entry[k] = entry.get(k, 0) + int(v)
+    return CampaignSummary(record, curves, comparisons, invalid, threshold, checks)

@@ -135,9 +135,17 @@ def markdown(summaries: Sequence[CampaignSummary], plot_names: Sequence[str], im
                 lines.append(f"| {cmp.level} | {a} | {b} | {cmp.difference:+.0%} | "
                              f"[{cmp.interval[0]:+.0%}, {cmp.interval[1]:+.0%}] | {cmp.p_value:.3g} |")
             lines.append("")
+        if s.checks:
+            names = sorted({k for entry in s.checks.values() for k in entry if k != "n"})
+            lines += ["### Success checks per level (how often each held)", "",
+                      "| policy | k | n | " + " | ".join(names) + " |", "|---|---|---|" + "---|" * len(names)]
+            for (policy, level), entry in sorted(s.checks.items()):
+                lines.append(f"| {policy} | {level} | {entry['n']} | " +
+                             " | ".join(str(entry.get(k, 0)) for k in names) + " |")
+            lines.append("")
         if s.invalid:
             lines += ["### Invalid setups (not scored)", ""]
-            lines += [f"- {i['trial_id']}: {i['reason']}" for i in s.invalid]
+            lines += [f"- k={i['level']} ({i['trial_id']}): {i['reason']}" for i in s.invalid]
             lines.append("")
     if images:
         lines += ["## One image per level", ""]

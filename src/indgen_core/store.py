@@ -358,6 +358,12 @@ class ResultsStore:
             WHERE t.campaign_id=? ORDER BY t.order_idx"""
         return [TrialRow(*r) for r in self._db.execute(query, (campaign_id,))]
 
+    def result_details(self, campaign_id: str) -> list[tuple[str, int, str, dict[str, Any]]]:
+        """(policy, level, outcome, details) of every final result."""
+        query = """SELECT t.policy, t.level, r.outcome, r.details_json FROM results r JOIN trials t
+                   ON t.campaign_id=r.campaign_id AND t.trial_id=r.trial_id WHERE r.campaign_id=?"""
+        return [(p, k, o, json.loads(d or "{}")) for p, k, o, d in self._db.execute(query, (campaign_id,))]
+
     def counts(self, campaign_id: str) -> dict[tuple[str, int], dict[str, int]]:
         """(policy, level) -> counts of each final outcome, planned, pending and skipped trials."""
         out: dict[tuple[str, int], dict[str, int]] = {}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from indgen_core.cli.common import add_db_option, open_store
 
-AXES = ("libero_pick_y", "libero_goal_y")
+AXES = ("libero_pick_y", "libero_goal_y", "libero_scale")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -2,7 +2,9 @@
 
 A task is chosen by the campaign's world option `task` (0..9). Each episode starts from one of
 the task's 50 stock initial states (trial index modulo 50), then the axis is applied:
-`pick_offset_y` (cm) moves the pick object along y, `goal_offset_y` (cm) moves the basket.
+`pick_offset_y` (cm) moves the pick object along y, `goal_offset_y` (cm) moves the basket,
+`object_scale` rebuilds the scene with the pick object scaled (scaling.py), `distractor_count`
+builds the task with extra objects (distractors.py).
 The scene then settles for 20 no-op steps (more than openpi's 10). A perturbation that makes
 objects interpenetrate by more than 2 mm right after the move, or that leaves objects moving,
 fallen or launched after settling, is an invalid setup, never a policy failure.
@@ -27,8 +29,9 @@ from indgen_sim import physics
 from indgen_sim.libero import distractors, suite
 
 SETTLE = 20
-SUPPORTED = ("pick_offset_y", "goal_offset_y", "distractor_count")  # object_scale: not yet
+SUPPORTED = ("pick_offset_y", "goal_offset_y", "distractor_count", "object_scale")
 PENETRATION_TOLERANCE = 0.002
+OPEN_GAP = 0.07  # m between the Panda's fingers: wide open (0.08 at most)
 CAMERAS = {"agentview": "agentview", "wrist": "robot0_eye_in_hand"}
 
 
@@ -85,6 +88,34 @@ class LiberoWorld(World):
         self.bodies = {n: self.m.body(f"{n}_main").id for n in self._object_names()}
         self.gripper_bodies = [b for b in range(self.m.nbody) if self.m.body(b).name.startswith("gripper0_")]
 
+    def _scale_pick(self, s: float) -> None:
+        """Rebuild the scene with the pick object scaled by `s`, everything else where it was,
+        the object's lowest point where it was (it stands on the floor as before)."""
+        from indgen_sim.libero.scaling import scaled_xml
+
+        if s <= 0:
+            raise InvalidSetup(f"object scale must be positive, got {s}")
+        state = self.env.sim.get_state().flatten()
+        bottom = self._lowest_point(self.pick)
+        self.env.reset_from_xml_string(scaled_xml(self.env.sim.model.get_xml(), f"{self.pick}_main", s))
+        self.env.set_state(state)
+        self.env.sim.forward()
+        self._bind()
+        self._move(self.pick, dz=bottom - self._lowest_point(self.pick) + 0.001)
+        self.env._post_process()
+        self.env._update_observables(force=True)
+
+    def _lowest_point(self, name: str) -> float:
+        b = self.bodies[name]
+        low = float("inf")
+        for g in range(self.m.ngeom):
+            if self.m.geom_bodyid[g] != b or self.m.geom_contype[g] == 0:
+                continue
+            rot = self.d.geom_xmat[g].reshape(3, 3)
+            half = self.m.geom_size[g] if self.m.geom_type[g] == 6 else np.full(3, self.m.geom_rbound[g])
+            low = min(low, float(self.d.geom_xpos[g][2] - np.abs(rot[2]) @ half))
+        return low if low < float("inf") else float(self.d.xpos[b][2])
+
     def stock_layouts_objects(self, task: int) -> set[str]:
         return {j[: -len("_joint0")] for j in self.stock_layouts.get(task, {}) if j.endswith("_joint0")}
 
@@ -98,12 +129,13 @@ class LiberoWorld(World):
                 names.append(name[: -len("_joint0")])
         return names
 
-    def _move(self, name: str, dx: float = 0.0, dy: float = 0.0) -> None:
+    def _move(self, name: str, dx: float = 0.0, dy: float = 0.0, dz: float = 0.0) -> None:
         sim = self.env.sim
         adr = self.m.joint(f"{name}_joint0").qposadr[0]
         dof = self.m.joint(f"{name}_joint0").dofadr[0]
         self.d.qpos[adr] += dx
         self.d.qpos[adr + 1] += dy
+        self.d.qpos[adr + 2] += dz
         self.d.qvel[dof:dof + 6] = 0.0
         sim.forward()
 
@@ -136,6 +168,9 @@ class LiberoWorld(World):
         else:
             env.set_init_state(state)
         self._bind()
+        scale = setup.value("object_scale", 1.0)
+        if abs(scale - 1.0) > 1e-9:
+            self._scale_pick(scale)
         if count:
             extra = [b for n, b in self.bodies.items() if n not in self.stock_layouts_objects(task)]
             task_bodies = [self.bodies[self.pick], self.bodies[self.place]]
@@ -186,8 +221,13 @@ class LiberoWorld(World):
         return bool(self.env.check_success())
 
     def _released(self) -> bool:
+        """Not held: the gripper does not touch the object, or touches it wide open (a tall
+        object leaning on an open finger is not held)."""
         pick = [self.bodies[self.pick]]
-        return not physics.in_contact(self.m, self.d, self.gripper_bodies, pick)
+        if not physics.in_contact(self.m, self.d, self.gripper_bodies, pick):
+            return True
+        fingers = [self.m.joint(n).qposadr[0] for n in ("gripper0_finger_joint1", "gripper0_finger_joint2")]
+        return float(self.d.qpos[fingers[0]] - self.d.qpos[fingers[1]]) > OPEN_GAP
 
     def _placed(self) -> bool:
         return self._libero_success() and physics.in_contact(self.m, self.d, [self.bodies[self.pick]],
