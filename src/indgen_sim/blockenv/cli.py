@@ -15,11 +15,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     t = bsub.add_parser("table1", help="reproduce the paper's Table 1 (data, training, evaluation, report)",
                         description="Generate oracle demonstrations at L0-L2, train every baseline, evaluate each at "
                         "L0..L6 (the oracle at L0..L10) with 100 episodes per level and fixed seeds, store one "
-                        "campaign per policy and print the table. About 25 minutes on 2 CPU cores.")
+                        "campaign per policy and print the table. About 16 minutes on 2 CPU cores.")
     t.add_argument("--quick", action="store_true", help="a small configuration (tests, smoke runs): ~1-2 minutes")
     t.add_argument("--eval-only", action="store_true", help="re-evaluate from saved checkpoints, no training")
     t.add_argument("--models", help="comma-separated subset of: maml,rnn,transformer,transformer_rope,"
-                   "transformer_goal_action,trm,ind,equivariant")
+                   "transformer_goal_action,trm,ind,ind_linear,equivariant")
     t.add_argument("--episodes", type=int, help="episodes per level (default 100; --quick 20)")
     t.add_argument("--checkpoints", type=Path, help="checkpoint folder (default: $INDGEN_BLOCKENV_CHECKPOINTS or "
                    "<data dir>/blockenv/checkpoints)")

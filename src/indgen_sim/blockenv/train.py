@@ -118,7 +118,7 @@ def train(name: str, demos: Demos, config: TrainConfig | None = None, log=print,
     train_d, val_d = demos.select(order[n_val:]), demos.select(order[:n_val])
     as_data = _episodes if model.data == "episodes" else _steps
     train_data, val_data = as_data(train_d), as_data(val_d)
-    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    opt = torch.optim.AdamW(model.param_groups(config.lr), lr=config.lr, weight_decay=config.weight_decay)
     start = time.monotonic()
     best = (-1.0, None, -1)
     history = []
@@ -134,10 +134,12 @@ def train(name: str, demos: Demos, config: TrainConfig | None = None, log=print,
             opt.step()
             losses.append(loss.item())
         acc = validation_accuracy(model, val_data)
+        extra = model.validation_metrics(val_data)
         history.append({"epoch": epoch, "loss": float(np.mean(losses)), "val_accuracy": acc,
-                        "seconds": time.monotonic() - start})
+                        "seconds": time.monotonic() - start, **extra})
         log(f"  {name} epoch {epoch + 1}/{config.epochs}: loss {np.mean(losses):.4f}, "
-            f"held-out L0-L2 accuracy {acc:.3f}")
+            f"held-out L0-L2 accuracy {acc:.3f}" + "".join(f", {k.replace('_', ' ')} {v:.3f}"
+                                                          for k, v in extra.items()))
         if acc > best[0]:
             best = (acc, {k: v.detach().clone() for k, v in model.state_dict().items()}, epoch)
         if time.monotonic() - start > config.max_seconds:
@@ -145,6 +147,7 @@ def train(name: str, demos: Demos, config: TrainConfig | None = None, log=print,
             break
     model.load_state_dict(best[1])
     info = {"best_epoch": best[2], "val_accuracy": best[0], "history": history,
+            **{k: v for k, v in history[best[2]].items() if k not in ("epoch", "loss", "val_accuracy", "seconds")},
             "seconds": time.monotonic() - start, "train_episodes": len(train_d), "config": vars(config)}
     return model.eval(), info
 

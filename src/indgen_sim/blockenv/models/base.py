@@ -37,6 +37,15 @@ class BlockEnvModel(nn.Module):
                step: int) -> dict[str, torch.Tensor]:
         raise NotImplementedError
 
+    def param_groups(self, lr: float) -> list[dict[str, Any]]:
+        """Optimiser parameter groups (one, at the configured learning rate, unless a model
+        has a part that needs its own)."""
+        return [{"params": list(self.parameters()), "lr": lr}]
+
+    def validation_metrics(self, data: dict[str, torch.Tensor]) -> dict[str, float]:
+        """Extra figures on held-out training-level data, logged per epoch (never used to pick)."""
+        return {}
+
     def adapt(self, support) -> BlockEnvModel:
         """A copy adapted to a level before rollout (only MAML does anything here)."""
         return self
