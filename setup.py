@@ -98,6 +98,7 @@ setup(
         ],
         "indgen.policies": [
             "blockenv_oracle = indgen_sim.blockenv.policies:BlockEnvOraclePolicy",
+            "blockenv_random_legal = indgen_sim.blockenv.policies:BlockEnvRandomLegalPolicy",
             *(f"blockenv_{m} = indgen_sim.blockenv.policies:{m}" for m in BLOCKENV_MODELS),
             "droid_twin_oracle = indgen_sim.twin.oracle:TwinOracle",
             "droid_twin_bc = indgen_sim.twin.bc:TwinBCPolicy",

@@ -151,3 +151,28 @@ def test_grid_fits_level_10_and_documented_limits():
     assert [E.step_limit(k) for k in (0, 3, 10)] == [6, 15, 36]
     with pytest.raises(ValueError):
         E.Layout.of(11, grid=11)
+
+
+def test_the_random_legal_control_picks_only_legal_grasps_the_same_batched_and_served():
+    from indgen_sim.blockenv.env import BlockEnvBatch, legal_grasps
+    from indgen_sim.blockenv.oracle import random_legal_actions
+    from indgen_sim.blockenv.policies import BlockEnvRandomLegalPolicy
+
+    seeds = np.arange(200, dtype=np.uint64) + 12345
+    env = BlockEnvBatch(len(seeds))
+    env.reset(5, seeds)
+    policy = BlockEnvRandomLegalPolicy()
+    step, chosen = 0, set()
+    while not env.done.all():
+        grids = env.grids.copy()
+        actions = random_legal_actions(grids, seeds, step)
+        legal = legal_grasps(grids)
+        live = ~env.done
+        assert legal[np.arange(len(seeds)), actions[:, 0], actions[:, 1], actions[:, 2]][live].all()
+        for i in (0, 17):  # one at a time, as `indgen serve-policy blockenv_random_legal` answers
+            served = policy.infer({"observation/grid": grids[i], "episode/seed": seeds[i], "episode/step": step})
+            assert served["actions"][0].tolist() == actions[i].tolist()
+        chosen |= {tuple(a) for a in actions[live].tolist()}
+        env.step(actions)
+        step += 1
+    assert env.success.all() and len(set(env.steps.tolist())) > 1 and len(chosen) > 10

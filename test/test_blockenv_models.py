@@ -145,9 +145,12 @@ def test_table1_quick_end_to_end(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Breaks at" in proc.stdout and "Oracle" in proc.stdout
     result = json.loads((out / "table1.json").read_text())
-    assert set(result["rows"]) == {"oracle", *MODELS}
+    assert set(result["rows"]) == {"oracle", "random_legal", *MODELS}
     assert result["config"]["seed"] == 3
     assert all(v == 1.0 for v in result["rows"]["oracle"]["rates"].values())
+    # legality alone solves every level under the step limit (README, the control row)
+    assert all(v == 1.0 for v in result["rows"]["random_legal"]["rates"].values())
+    assert "Random legal grasp (control)" in proc.stdout
     assert (out / "report" / "success_per_level.png").is_file()
     for name in MODELS:
         assert (tmp_path / "ck" / f"{name}.pt").is_file()

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 
+import graphs
 import pytest
 import servers
 import yaml
@@ -19,24 +20,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.ros]
 
 
 def launch(*assignments: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "indgen_core.cli", "launch", "blockenv_axis", *assignments],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return graphs.launch("blockenv_axis", *assignments)
 
 
-def finish(proc: subprocess.Popen, timeout: float = 120) -> str:
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.terminate()  # the launcher stops its graph
-        try:
-            out, _ = proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, _ = proc.communicate()
-        interesting = "\n".join(line for line in out.splitlines() if "progression_manager" not in line)
-        pytest.fail(f"the graph did not finish within {timeout} s:\n{interesting[-6000:]}")
-    assert proc.returncode == 0, out[-4000:]
-    return out
+finish = graphs.finish
 
 
 def test_oracle_campaign_through_the_graph(tmp_path):

@@ -12,7 +12,8 @@ import msg_samples  # noqa: E402
 from ros_helpers import call_with_retry, spin_until, start_peer, stop_peer  # noqa: E402
 
 
-def test_every_interface_imports():
+def test_every_interface_has_its_documented_constants_and_fields():
+    from indgen_core.records import Outcome, Source
     from indgen_msgs.action import RunEpisode
     from indgen_msgs.msg import (
         CampaignStatus,
@@ -24,19 +25,31 @@ def test_every_interface_imports():
         ParameterValue,
         TaskSetup,
     )
-    from indgen_msgs.srv import OperatorAck
+    from indgen_msgs.srv import OperatorAck, OperatorRegister
 
     assert RunEpisode.Goal().setup == TaskSetup()
-    assert OperatorAck.Request.RESPONSE_ABORT == 5
-    assert EpisodeResult.OUTCOME_INVALID == 4
-    assert {CampaignStatus, GridAction, GridObservation, LevelScore, OperatorPrompt, ParameterValue}
+    assert {o.name: int(o) for o in Outcome} == {n[len("OUTCOME_"):]: getattr(EpisodeResult, n)
+                                                 for n in dir(EpisodeResult) if n.startswith("OUTCOME_")}
+    assert {s.name: int(s) for s in Source} == {"AUTO": EpisodeResult.SOURCE_AUTO,
+                                                "OPERATOR": EpisodeResult.SOURCE_OPERATOR}
+    assert (OperatorAck.Request.RESPONSE_DONE, OperatorAck.Request.RESPONSE_ABORT) == (0, 5)
+    assert (CampaignStatus.STATE_RUNNING, CampaignStatus.STATE_DONE, CampaignStatus.STATE_FAILED) == (1, 3, 5)
+    assert (GridAction.ORIENTATION_VERTICAL, GridAction.ORIENTATION_HORIZONTAL) == (0, 1)
+    assert (LevelScore.VERDICT_UNDECIDED, LevelScore.VERDICT_HELD, LevelScore.VERDICT_BROKEN) == (0, 1, 2)
+    assert (OperatorPrompt.KIND_SETUP, OperatorPrompt.KIND_LABEL, OperatorPrompt.KIND_INFO) == (0, 1, 2)
+    assert (OperatorRegister.Request.ROLE_OPERATE, OperatorRegister.Request.ROLE_WATCH) == (0, 1)
+    assert set(ParameterValue.get_fields_and_field_types()) == {"name", "value", "unit"}
+    assert GridObservation.get_fields_and_field_types()["cells"] == "sequence<uint8>"
+    assert EpisodeResult.get_fields_and_field_types()["signature"] == "string"
+    assert CampaignStatus.get_fields_and_field_types()["signature"] == "string"
+    assert {"console_id", "session", "operator_name"} <= set(OperatorAck.Request.get_fields_and_field_types())
 
 
 def test_every_message_crosses_processes_intact(ros_context):
     from ros_peer import LATCHED
 
     classes = msg_samples.interface_classes()
-    assert len(classes) >= 8
+    assert {"TaskSetup", "EpisodeResult", "CampaignStatus", "OperatorPrompt", "ControlTick"} <= set(classes)
     received: dict[str, object] = {}
     node = rclpy.create_node("itest_receiver", context=ros_context)
     for name, cls in classes.items():

@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from indgen_core import paths, protocol
 from indgen_core import plan as plan_mod
-from indgen_core import protocol
 from indgen_core.axes import SLUG, Axis, AxisLibrary, Level, ParameterValue, library
 from indgen_core.configfile import ConfigError, load_model
 from indgen_core.errors import IndGenError
@@ -63,12 +63,20 @@ class CampaignConfig(BaseModel):
             raise ValueError(f"must be a lower-case identifier (letters, digits, _), got {v!r}")
         return v
 
+    @field_validator("group")
+    @classmethod
+    def _group(cls, v: str) -> str:
+        if v:
+            paths.check_id(v, "group")
+        return v
+
     @field_validator("policies")
     @classmethod
     def _policies(cls, v: list[str]) -> list[str]:
         for p in v:
-            if not re.fullmatch(r"[A-Za-z0-9_.:\-]+", p):
-                raise ValueError(f"policy names use letters, digits and _ . : - only, got {p!r}")
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.:\-]*", p) or ".." in p:
+                raise ValueError(f"policy names use letters, digits and _ . : - only, starting with a letter or "
+                                 f"digit, got {p!r}")
         if len(set(v)) != len(v):
             raise ValueError(f"policies are listed twice: {v}")
         return v
@@ -104,6 +112,8 @@ def plan_campaign(store: ResultsStore, config: CampaignConfig, campaign_id: str 
                   allow_uncertified: bool = False, override_reason: str = "",
                   axes: AxisLibrary | None = None, source: str = "config") -> CampaignRecord:
     """Check the progression, check feasibility certificates, write the plan; returns the record."""
+    if campaign_id:
+        paths.check_id(campaign_id)
     axes = axes or library()
     axis = axes.get(config.axis)
     if config.world not in axis.spec.worlds:
@@ -140,7 +150,7 @@ def plan_campaign(store: ResultsStore, config: CampaignConfig, campaign_id: str 
             raise IndGenError("--allow-uncertified needs --reason: say why scoring uncertified levels is acceptable")
     override = config.purpose == EVALUATE and any(c is None for c in certified.values())
 
-    campaign_id = campaign_id or new_campaign_id(config.name)
+    campaign_id = paths.check_id(campaign_id) if campaign_id else new_campaign_id(config.name)
     distance = {lv.k: lv.distance for lv in levels}
     order = config.order or axis.spec.order
     trials = plan_mod.make_plan(config.policies, [lv.k for lv in levels], config.trials_per_level, config.seed,

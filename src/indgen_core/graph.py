@@ -6,10 +6,20 @@ user can override as `name:=value`. `ros2 launch indgen <name>.launch.py` turns 
 launch_ros actions (launch_description below); `indgen launch <name>` starts the very same
 commands as child processes (launcher.py). Both read this module, so they cannot drift apart.
 
+Arguments keep the type of their default: a bool takes true/false, an int an integer, a float
+a number, a string any text, which is never re-read as YAML (`override_reason:="reviewed: ok"`
+stays that sentence). A value that cannot be used is one sentence naming the argument. An
+argument with a `pattern` (a regular expression the whole value must match) may be spliced
+into a larger string such as world_options' YAML text without changing its structure.
+
 Substitution: "$(arg)" anywhere in a string is replaced by the argument's value; a value that
-is exactly one "$(arg)" takes the argument's YAML type (true -> bool, 8000 -> int). A node
-with `if: $(arg)` runs only when the argument is true. An `args` entry written as a mapping
-(`{--checkpoint: $(checkpoint)}`) is passed only when its value is not empty.
+is exactly one "$(arg)" keeps the argument's type. A node with `if: $(arg)` runs only when the
+argument is true. An `args` entry written as a mapping (`{--checkpoint: $(checkpoint)}`) is
+passed as `--checkpoint=VALUE`, and only when its value is not empty; positional values go
+after a "--" item, so no value can become an option of the command it is passed to. A node
+with `respawn: true` is restarted when it dies (both launch paths), instead of ending the
+launch. A profile argument `enclaves` (an SROS2 enclave prefix such as /indgen) gives every ROS
+node `--enclave <prefix>/<node name>` (README, "Security").
 
 A profile may `extends: OTHER`: it takes OTHER's nodes and arguments and changes only what it
 names (a new default for an argument, a description), so two graphs that differ in their
@@ -18,6 +28,7 @@ defaults (stack_axis and scale_axis) are described once.
 
 from __future__ import annotations
 
+import math
 import re
 import shutil
 import sys
@@ -36,8 +47,9 @@ _SUB = re.compile(r"\$\((\w+)\)")
 
 class ArgumentSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    default: Any = ""
+    default: bool | int | float | str = ""
     description: str = ""
+    pattern: str | None = None
 
 
 class NodeTemplate(BaseModel):
@@ -46,6 +58,7 @@ class NodeTemplate(BaseModel):
     executable: str
     ros: bool = True
     required: bool = False
+    respawn: bool | str = False
     condition: str | None = Field(None, alias="if")
     parameters: dict[str, Any] = {}
     remappings: dict[str, str] = {}
@@ -68,6 +81,8 @@ class NodeSpec:
     executable: str
     ros: bool = True
     required: bool = False
+    respawn: bool = False
+    enclave: str = ""
     parameters: dict[str, Any] = field(default_factory=dict)
     remappings: dict[str, str] = field(default_factory=dict)
     args: tuple[str, ...] = ()
@@ -77,6 +92,8 @@ class NodeSpec:
         out = list(self.args)
         if self.ros:
             out += ["--ros-args", "-r", f"__node:={self.name}"]
+            if self.enclave:
+                out += ["--enclave", self.enclave]
             for key, value in self.parameters.items():
                 out += ["-p", f"{key}:={_param_text(value)}"]
             for src, dst in self.remappings.items():
@@ -85,12 +102,52 @@ class NodeSpec:
 
 
 def _param_text(value: Any) -> str:
+    """A `-p name:=value` value that rcl reads back as exactly `value`: strings are always
+    single-quoted YAML (quotes doubled), so no string is read as another type."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
-        # a string that YAML would read as another type is quoted, so the parameter stays a string
-        return value if isinstance(yaml.safe_load(value or "''"), str) and value else f"'{value}'"
-    return str(value)
+        return "'" + value.replace("'", "''") + "'"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+_TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+
+
+def convert_argument(name: str, spec: ArgumentSpec, value: Any, where: Path | str) -> Any:
+    """`value` (a launch argument, usually a string) as the type of the argument's default."""
+    default = spec.default
+    text = value if isinstance(value, str) else None
+    try:
+        if isinstance(default, bool):
+            if isinstance(value, bool):
+                return value
+            if text is not None and text.strip().lower() in _TRUE + _FALSE:
+                return text.strip().lower() in _TRUE
+            raise ValueError("true or false")
+        if isinstance(default, int):
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+            if text is not None and re.fullmatch(r"\s*[-+]?\d+\s*", text):
+                return int(text)
+            raise ValueError("an integer")
+        if isinstance(default, float):
+            number = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else (
+                float(text) if text is not None and re.fullmatch(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*",
+                                                              text) else None)
+            if number is None or not math.isfinite(number):
+                raise ValueError("a number")
+            return number
+        if text is None:
+            raise ValueError("text")
+    except ValueError as exc:
+        shown = str(value) if len(str(value)) <= 80 else f"{str(value)[:80]}..."
+        raise ConfigError(where, f"argument '{name}' must be {exc}, got {shown!r}") from None
+    if spec.pattern is not None and not re.fullmatch(spec.pattern, text):
+        raise ConfigError(where, f"argument '{name}' must match {spec.pattern}, got {text[:80]!r}")
+    if "\x00" in text:
+        raise ConfigError(where, f"argument '{name}' must not contain a NUL character")
+    return text
 
 
 @dataclass
@@ -110,7 +167,7 @@ class Profile:
         for key, value in (overrides or {}).items():
             if key not in values:
                 raise ConfigError(self.path, f"unknown argument '{key}'; known: {', '.join(sorted(values))}")
-            values[key] = yaml.safe_load(value) if isinstance(value, str) and value != "" else value
+            values[key] = convert_argument(key, self.spec.arguments[key], value, self.path)
         return values
 
     def resolve(self, overrides: dict[str, Any] | None = None) -> list[NodeSpec]:
@@ -125,11 +182,13 @@ class Profile:
                     for flag, value in item.items():
                         text = str(_substitute(value, values))
                         if text != "":
-                            args += [flag, text]
+                            args.append(f"{flag}={text}")
                 else:
                     args.append(str(_substitute(item, values)))
             nodes.append(NodeSpec(
                 name=template.name, executable=template.executable, ros=template.ros, required=template.required,
+                respawn=_truthy(_substitute(template.respawn, values)),
+                enclave=f"{values['enclaves']}/{template.name}" if template.ros and values.get("enclaves") else "",
                 parameters={k: _substitute(v, values) for k, v in template.parameters.items()},
                 remappings={k: str(_substitute(v, values)) for k, v in template.remappings.items()},
                 args=tuple(args)))
@@ -219,6 +278,7 @@ def launch_description(profile_name: str):
     from launch.events import Shutdown
     from launch.substitutions import LaunchConfiguration
     from launch_ros.actions import Node
+    from launch_ros.parameter_descriptions import ParameterValue
 
     profile = load_profile(profile_name)
     declared = [DeclareLaunchArgument(name, default_value=str(arg.default), description=arg.description)
@@ -228,12 +288,18 @@ def launch_description(profile_name: str):
         overrides = {name: LaunchConfiguration(name).perform(context) for name in profile.spec.arguments}
         actions = []
         for node in profile.resolve(overrides):
+            respawn = {"respawn": True, "respawn_delay": 1.0} if node.respawn else {}
             if node.ros:
+                # strings stay strings: launch_ros would otherwise read them as YAML
+                parameters = {k: ParameterValue(v, value_type=str) if isinstance(v, str) else v
+                              for k, v in node.parameters.items()}
+                enclave = {"ros_arguments": ["--enclave", node.enclave]} if node.enclave else {}
                 action = Node(package="indgen", executable=node.executable, name=node.name, output="screen",
-                              parameters=[node.parameters], remappings=list(node.remappings.items()),
-                              arguments=list(node.args))
+                              parameters=[parameters], remappings=list(node.remappings.items()),
+                              arguments=list(node.args), **respawn, **enclave)
             else:
-                action = ExecuteProcess(cmd=[node.executable, *node.args], name=node.name, output="screen")
+                action = ExecuteProcess(cmd=[node.executable, *node.args], name=node.name, output="screen",
+                                        **respawn)
             actions.append(action)
             if node.required:
                 actions.append(RegisterEventHandler(OnProcessExit(target_action=action,

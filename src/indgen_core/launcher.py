@@ -2,9 +2,10 @@
 
 Every process's output is prefixed with its name. Ctrl-C or SIGTERM stops them all: SIGINT
 first (nodes shut down cleanly), SIGTERM after a grace period, SIGKILL last. When a node
-marked `required` exits, the launch ends with its exit status; when any other process dies
-unexpectedly, the whole graph is stopped and the launch fails (a half graph is never left
-running).
+marked `required` exits, the launch ends with its exit status; a node marked `respawn` that
+dies is started again after RESPAWN_DELAY_S (as ros2 launch's respawn=True does); when any
+other process dies unexpectedly, the whole graph is stopped and the launch fails (a half
+graph is never left running).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from indgen_core.graph import NodeSpec, executable_path
 
 COLORS = ["36", "33", "35", "32", "34", "31", "96", "93"]
+RESPAWN_DELAY_S = 1.0
 
 
 @dataclass
@@ -28,6 +30,8 @@ class Child:
     spec: NodeSpec
     proc: subprocess.Popen
     reader: threading.Thread
+    index: int = 0
+    respawns: int = 0
 
 
 def _prctl():
@@ -74,20 +78,35 @@ class Launcher:
                 self.out.write("\n")
             self.out.flush()
 
+    def _spawn(self, node: NodeSpec, cmd: list[str]) -> subprocess.Popen:
+        # preexec_fn runs one prctl call between fork and exec (see _die_with_parent)
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+                                env=self.env, start_new_session=True,
+                                preexec_fn=_die_with_parent)  # noqa: PLW1509
+
     def start(self) -> None:
-        # every child is forked before any reader thread exists: preexec_fn is then safe
-        started = []
-        for node in self.nodes:
-            cmd = command(node)
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-                                    env=self.env, start_new_session=True,
-                                    preexec_fn=_die_with_parent)  # noqa: PLW1509 (no threads yet, see above)
-            started.append((node, cmd, proc))
+        # every child is forked before any reader thread exists
+        started = [(node, command(node)) for node in self.nodes]
+        started = [(node, cmd, self._spawn(node, cmd)) for node, cmd in started]
         for i, (node, cmd, proc) in enumerate(started):
             reader = threading.Thread(target=self._pump, args=(node.name, i, proc), daemon=True)
             reader.start()
-            self.children.append(Child(node, proc, reader))
+            self.children.append(Child(node, proc, reader, index=i))
             self._print("launch", 7, f"started {node.name} (pid {proc.pid}): {' '.join(cmd)}")
+
+    def _respawn(self, child: Child, code: int) -> None:
+        child.reader.join(timeout=1.0)
+        child.respawns += 1
+        self._print("launch", 7, f"{child.spec.name} died with status {code}; restarting it in {RESPAWN_DELAY_S:g} s "
+                    f"(respawn {child.respawns})")
+        if self._stopping.wait(RESPAWN_DELAY_S):
+            return
+        cmd = command(child.spec)
+        child.proc = self._spawn(child.spec, cmd)
+        child.reader = threading.Thread(target=self._pump, args=(child.spec.name, child.index, child.proc),
+                                        daemon=True)
+        child.reader.start()
+        self._print("launch", 7, f"restarted {child.spec.name} (pid {child.proc.pid})")
 
     def _pump(self, name: str, index: int, proc: subprocess.Popen) -> None:
         for line in proc.stdout:
@@ -104,6 +123,9 @@ class Launcher:
                     self._print("launch", 7, f"{child.spec.name} exited with status {code}; stopping the graph")
                     self.shutdown()
                     return code
+                if child.spec.respawn:
+                    self._respawn(child, code)
+                    continue
                 self._print("launch", 7, f"{child.spec.name} died with status {code}; stopping the graph")
                 self.shutdown()
                 return 1

@@ -15,6 +15,7 @@ import contextlib
 import csv
 import dataclasses
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from indgen_core import paths
+from indgen_core import auth, paths
 from indgen_core.errors import IndGenError
 from indgen_core.records import Outcome, Source, TrialResult
 
@@ -108,6 +109,10 @@ CREATE TABLE IF NOT EXISTS certificates (
     created_at REAL NOT NULL,
     PRIMARY KEY (key, campaign_id, policy)
 );
+CREATE TABLE IF NOT EXISTS campaign_keys (
+    campaign_id TEXT PRIMARY KEY REFERENCES campaigns(id),
+    key BLOB NOT NULL
+);
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     campaign_id TEXT NOT NULL,
@@ -189,8 +194,11 @@ class ResultsStore:
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path is not None else paths.default_db()
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        new = not self.path.exists()
         try:
             self._db = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None, check_same_thread=False)
+            if new:  # it holds the campaigns' signing keys (auth.py); its -wal/-shm files follow its mode
+                os.chmod(self.path, 0o600)
             self._db.row_factory = sqlite3.Row
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
@@ -244,6 +252,7 @@ class ResultsStore:
                 "VALUES (?,?,?,?,?,?,?)",
                 [(record.id, t.trial_id, t.policy, t.level, t.trial_index, t.seed, t.order_idx) for t in trials],
             )
+            db.execute("INSERT INTO campaign_keys VALUES (?, ?)", (record.id, auth.new_key()))
             self._event(db, record.id, "created", f"{record.name}: axis {record.axis}, world {record.world}")
             if record.override_uncertified:
                 self._event(db, record.id, "override", f"uncertified levels allowed: {record.override_reason}")
@@ -255,6 +264,19 @@ class ResultsStore:
             hint = f" (recent: {', '.join(known)})" if known else " (the store has no campaigns)"
             raise StoreError(f"no campaign '{campaign_id}' in {self.path}{hint}")
         return self._campaign(row)
+
+    def campaign_key(self, campaign_id: str) -> bytes | None:
+        """The campaign's secret signing key (auth.py); None when there is no such campaign.
+        A campaign planned before keys existed gets one now."""
+        row = self._db.execute("SELECT key FROM campaign_keys WHERE campaign_id=?", (campaign_id,)).fetchone()
+        if row is not None:
+            return bytes(row[0])
+        if not self.has_campaign(campaign_id):
+            return None
+        with self._tx() as db:
+            db.execute("INSERT OR IGNORE INTO campaign_keys VALUES (?, ?)", (campaign_id, auth.new_key()))
+        return bytes(self._db.execute("SELECT key FROM campaign_keys WHERE campaign_id=?",
+                                      (campaign_id,)).fetchone()[0])
 
     def has_campaign(self, campaign_id: str) -> bool:
         return self._db.execute("SELECT 1 FROM campaigns WHERE id=?", (campaign_id,)).fetchone() is not None

@@ -7,6 +7,7 @@ The FR3 names map one-to-one onto the real franka_ros2 stack (see README, "Robot
 TASK_SETUP = "/indgen/task_setup"
 OPERATOR_PROMPT = "/indgen/operator_prompt"
 OPERATOR_ACK = "/indgen/operator_ack"
+OPERATOR_REGISTER = "/indgen/operator_register"
 EPISODE_RESULT = "/indgen/episode_result"
 LEVEL_SCORE = "/indgen/level_score"
 CAMPAIGN_STATUS = "/indgen/campaign_status"

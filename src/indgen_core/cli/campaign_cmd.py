@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from indgen_core import paths
 from indgen_core.cli.common import add_db_option, open_store
 
 
@@ -169,7 +170,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         store.campaign(args.id)
-        out = args.out or Path(f"{args.id}.{args.format}")
+        out = args.out or Path(f"{paths.check_id(args.id)}.{args.format}")
         path = store.export(args.id, out, args.format)
     print(f"exported {args.id} to {path}")
     return 0

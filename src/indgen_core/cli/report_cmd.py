@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
             raise IndGenError("name at least one campaign id (see `indgen campaign list`) or --group")
         summaries = [summarize(store, cid) for cid in ids]
         print_table(summaries)
-        out = args.out or paths.artifacts_dir() / "reports" / (args.group or ids[0])
+        out = args.out or paths.inside(paths.artifacts_dir() / "reports", paths.check_id(args.group or ids[0]))
         files = write_report(store, ids, out)
     print(f"report: {files.html}\nmarkdown: {files.markdown}\nplot: {files.plots[0]}\nsummary: {files.json}")
     return 0

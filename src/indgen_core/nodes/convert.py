@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import struct
 
 from builtin_interfaces.msg import Duration
 
-from indgen_core import axes, records, stats
+from indgen_core import auth, axes, records, stats
 from indgen_msgs.msg import EpisodeResult, LevelScore, ParameterValue, TaskSetup
 
 
@@ -35,13 +37,15 @@ def setup_to_msg(s: records.TaskSetup, stamp=None) -> TaskSetup:
 
 
 def setup_from_msg(m: TaskSetup) -> records.TaskSetup:
+    if not all(math.isfinite(p.value) for p in m.parameters):
+        raise MalformedMessage("a task setup's parameter values must be finite")
     return records.TaskSetup(
         campaign_id=m.campaign_id, trial_id=m.trial_id, world=m.world, axis=m.axis, level=m.level,
         in_distribution=m.in_distribution,
         parameters=tuple(axes.ParameterValue(p.name, p.value, p.unit) for p in m.parameters),
         trial_index=m.trial_index, seed=m.seed, policy=m.policy, language_instruction=m.language_instruction,
         operator_instruction=m.operator_instruction, max_steps=m.max_steps,
-        options=json.loads(m.options_json) if m.options_json else {},
+        options=json_object(m.options_json, "options_json"),
     )
 
 
@@ -58,12 +62,80 @@ def result_to_msg(r: records.TrialResult, setup: records.TaskSetup, stamp=None) 
     return msg
 
 
+class MalformedMessage(ValueError):
+    """A message whose fields cannot be what they claim (unknown enum value, bad JSON)."""
+
+
+def _enum(cls, value: int, field: str):
+    try:
+        return cls(value)
+    except ValueError:
+        raise MalformedMessage(f"{field} {value} is not one of {[int(v) for v in cls]}") from None
+
+
+def json_object(text: str, field: str) -> dict:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise MalformedMessage(f"{field} is not valid JSON") from None
+    if not isinstance(value, dict):
+        raise MalformedMessage(f"{field} must be a JSON object")
+    return value
+
+
 def result_from_msg(m: EpisodeResult) -> records.TrialResult:
+    if not math.isfinite(m.partial_score) or not math.isfinite(m.wall_time_s):
+        raise MalformedMessage("partial_score and wall_time_s must be finite")
     return records.TrialResult(
-        trial_id=m.trial_id, outcome=records.Outcome(m.outcome), reason=m.reason, partial_score=m.partial_score,
-        steps=m.steps, duration_s=seconds(m.duration), wall_time_s=m.wall_time_s, source=records.Source(m.source),
-        artifacts=tuple(m.artifacts), details=json.loads(m.details_json) if m.details_json else {},
+        trial_id=m.trial_id, outcome=_enum(records.Outcome, m.outcome, "outcome"), reason=m.reason,
+        partial_score=m.partial_score, steps=m.steps, duration_s=seconds(m.duration), wall_time_s=m.wall_time_s,
+        source=_enum(records.Source, m.source, "source"), artifacts=tuple(m.artifacts),
+        details=json_object(m.details_json, "details_json"),
     )
+
+
+_SEQUENCE = re.compile(r"sequence<([^,>]+)(?:, ?\d+)?>")
+_ARRAY = re.compile(r"(.+)\[\d+\]")
+
+
+def _canonical(value, kind: str):
+    """A JSON-able form of a field that is the same on both ends of the wire: float32 fields
+    as their 4 bytes (a sender's Python float is rounded on the wire), doubles as 8."""
+    inner = _SEQUENCE.fullmatch(kind) or _ARRAY.fullmatch(kind)
+    if inner:
+        if isinstance(value, bytes | bytearray):
+            return bytes(value).hex()
+        return [_canonical(v, inner.group(1)) for v in value]
+    if kind == "float":
+        return struct.pack("<f", value).hex()
+    if kind == "double":
+        return struct.pack("<d", value).hex()
+    if kind in ("byte", "octet") and isinstance(value, bytes | bytearray):
+        return bytes(value).hex()
+    if hasattr(value, "get_fields_and_field_types"):
+        return {name: _canonical(getattr(value, name), t) for name, t in value.get_fields_and_field_types().items()}
+    return value
+
+
+def canonical_bytes(msg, skip: str = "signature") -> bytes:
+    """The message's fields (all but `skip`) as canonical JSON. Not its CDR bytes: those
+    carry uninitialised alignment padding, so the same message serialises differently."""
+    fields = {name: _canonical(getattr(msg, name), t) for name, t in msg.get_fields_and_field_types().items()
+              if name != skip}
+    return json.dumps(fields, sort_keys=True, ensure_ascii=False, allow_nan=False).encode()
+
+
+def sign(msg, key: bytes):
+    """Set msg.signature to the HMAC of its other fields (auth.py)."""
+    msg.signature = auth.sign(key, canonical_bytes(msg))
+    return msg
+
+
+def signed_by(msg, key: bytes | None) -> bool:
+    """Whether msg carries a valid signature for `key`."""
+    return key is not None and auth.verify(key, canonical_bytes(msg), msg.signature)
 
 
 VERDICTS = {stats.UNDECIDED: LevelScore.VERDICT_UNDECIDED, stats.HELD: LevelScore.VERDICT_HELD,

@@ -6,7 +6,12 @@ acknowledgement when asked to), sends the RunEpisode goal to the world, relays f
 hands the result to the scorer on /indgen/episode_result. The next trial starts only once the
 scorer has committed the result to the store. A world that does not answer in time makes the
 trial aborted (never failed): it runs again after a backoff, and the campaign waits as long as
-it takes for the world or the policy server to come back.
+it takes for the world or the policy server to come back. A world that goes silent mid-episode
+(no feedback for world_silence_s: it was killed or hangs) aborts the trial the same way.
+
+Only this campaign's nodes count: the results and statuses it publishes are signed with the
+campaign's key from the results store (auth.py), and an operator answer is accepted only for
+the prompt open now, from a console that registered on /indgen/operator_register.
 
 Parameters:
   campaign (str)            campaign YAML; may be empty when campaign_id already exists (resume)
@@ -17,6 +22,7 @@ Parameters:
   server_wait_s (float)     how long to wait for the world's RunEpisode server per attempt
   commit_timeout_s (float)  how long the scorer may take to commit a result
   abort_backoff_s (float)   first wait after an aborted trial (doubles, at most 30x)
+  world_silence_s (float)   a running episode with no feedback for this long is aborted
   wait_for_operator (bool)  wait for /indgen/operator_ack after each setup prompt (real robot)
   exit_when_done (bool)     exit (status 0) when the campaign is done
   axis, levels, trials, world_options   override the campaign file's axis, levels ("-1,0,1"),
@@ -27,6 +33,8 @@ Parameters:
 from __future__ import annotations
 
 import contextlib
+import hmac
+import secrets
 import threading
 import time
 import uuid
@@ -41,14 +49,16 @@ from indgen_core import paths, topics
 from indgen_core.campaign import load_campaign_config, plan_campaign
 from indgen_core.errors import IndGenError
 from indgen_core.nodes import convert
-from indgen_core.nodes.base import LATCHED, RELIABLE, declare, run_node
+from indgen_core.nodes.base import LATCHED, RELIABLE, declare, run_node, serve
 from indgen_core.records import Outcome, TrialResult
 from indgen_core.records import TaskSetup as SetupRecord
 from indgen_core.runner import run_campaign
 from indgen_core.store import ResultsStore
 from indgen_msgs.action import RunEpisode
 from indgen_msgs.msg import CampaignStatus, EpisodeResult, OperatorPrompt, TaskSetup
-from indgen_msgs.srv import OperatorAck
+from indgen_msgs.srv import OperatorAck, OperatorRegister
+
+MAX_CONSOLES = 16
 
 
 class ProgressionManager(Node):
@@ -56,17 +66,23 @@ class ProgressionManager(Node):
         super().__init__("progression_manager")
         self.p = declare(self, campaign="", campaign_id="", db="", allow_uncertified=False, override_reason="",
                          episode_timeout_s=600.0, server_wait_s=10.0, commit_timeout_s=30.0, abort_backoff_s=1.0,
-                         wait_for_operator=False, exit_when_done=True, axis="", levels="", trials=0,
-                         world_options="")
+                         world_silence_s=5.0, wait_for_operator=False, exit_when_done=True, axis="", levels="",
+                         trials=0, world_options="")
         self.store = ResultsStore(self.p["db"] or None)
         self.record = self._plan_or_resume()
+        self.key = self.store.campaign_key(self.record.id)
         self.group = ReentrantCallbackGroup()
         self.setup_pub = self.create_publisher(TaskSetup, topics.TASK_SETUP, LATCHED)
         self.prompt_pub = self.create_publisher(OperatorPrompt, topics.OPERATOR_PROMPT, LATCHED)
         self.result_pub = self.create_publisher(EpisodeResult, topics.EPISODE_RESULT, RELIABLE)
         self.status_pub = self.create_publisher(CampaignStatus, topics.CAMPAIGN_STATUS, LATCHED)
         self.world = ActionClient(self, RunEpisode, topics.RUN_EPISODE, callback_group=self.group)
-        self.ack_srv = self.create_service(OperatorAck, topics.OPERATOR_ACK, self._on_ack, callback_group=self.group)
+        self.ack_srv = serve(self, OperatorAck, topics.OPERATOR_ACK, self._on_ack, callback_group=self.group)
+        self.register_srv = serve(self, OperatorRegister, topics.OPERATOR_REGISTER, self._on_register,
+                                  callback_group=self.group)
+        self._consoles: dict[str, tuple[str, str, int]] = {}  # console id -> (session, operator, role)
+        self._open_prompt = OperatorPrompt()
+        self._last_feedback = 0.0
         self._stop = threading.Event()
         self._ack = threading.Event()
         self._ack_response = None
@@ -79,7 +95,7 @@ class ProgressionManager(Node):
 
     # -- set-up ---------------------------------------------------------------------------------
     def _plan_or_resume(self):
-        cid = self.p["campaign_id"]
+        cid = paths.check_id(self.p["campaign_id"]) if self.p["campaign_id"] else ""
         if cid and self.store.has_campaign(cid):
             self.get_logger().info(f"resuming campaign {cid} from {self.store.path}")
             return self.store.campaign(cid)
@@ -182,12 +198,22 @@ class ProgressionManager(Node):
         if not handle.accepted:
             return aborted("the world rejected the episode goal (busy with another trial)")
         self._goal = handle
+        self._last_feedback = time.monotonic()
         result_future = handle.get_result_async()
-        if not _wait(result_future, self.p["episode_timeout_s"], self._stop):
+        silence = self.p["world_silence_s"]
+
+        def silent() -> bool:
+            return silence > 0 and time.monotonic() - self._last_feedback > silence
+
+        if not _wait(result_future, self.p["episode_timeout_s"], self._stop, silent):
             handle.cancel_goal_async()
             self._goal = None
             limit = self.p["episode_timeout_s"]
-            return aborted("stopped" if self._stop.is_set() else f"world did not finish within {limit} s")
+            if self._stop.is_set():
+                return aborted("stopped")
+            if silent():
+                return aborted(f"the world went silent mid-episode (no feedback for {silence:g} s)")
+            return aborted(f"world did not finish within {limit} s")
         self._goal = None
         response = result_future.result()
         result = convert.result_from_msg(response.result.result)
@@ -198,11 +224,11 @@ class ProgressionManager(Node):
     def _commit(self, result: TrialResult) -> bool:
         """Hand the result to the scorer and wait until it is in the store."""
         before = self.store.attempt_count(self.record.id, result.trial_id)
-        msg = convert.result_to_msg(result, self._current, self.get_clock().now().to_msg())
+        msg = convert.sign(convert.result_to_msg(result, self._current, self.get_clock().now().to_msg()), self.key)
         deadline = time.monotonic() + self.p["commit_timeout_s"]
         last_publish = 0.0
         while time.monotonic() < deadline:
-            if time.monotonic() - last_publish > 5.0:
+            if time.monotonic() - last_publish > 1.0:
                 self.result_pub.publish(msg)  # the scorer drops a duplicate it already committed
                 last_publish = time.monotonic()
             if self.store.attempt_count(self.record.id, result.trial_id) > before:
@@ -213,13 +239,15 @@ class ProgressionManager(Node):
 
     # -- operator -------------------------------------------------------------------------------
     def _prompt_operator(self, setup: SetupRecord) -> bool:
-        self._prompt_id = uuid.uuid4().hex[:12]
         wait = self.p["wait_for_operator"]
         kind = OperatorPrompt.KIND_SETUP if wait else OperatorPrompt.KIND_INFO
-        self.prompt_pub.publish(OperatorPrompt(kind=kind, prompt_id=self._prompt_id, campaign_id=setup.campaign_id,
-                                               trial_id=setup.trial_id, level=setup.level,
-                                               text=setup.operator_instruction,
-                                               choices=["done", "skip", "abort"] if wait else []))
+        prompt = OperatorPrompt(kind=kind, prompt_id=uuid.uuid4().hex[:12] if wait else "",
+                                campaign_id=setup.campaign_id, trial_id=setup.trial_id, level=setup.level,
+                                text=setup.operator_instruction, choices=["done", "skip", "abort"] if wait else [])
+        prompt.header = self._header()
+        self._open_prompt = prompt
+        self._prompt_id = prompt.prompt_id
+        self.prompt_pub.publish(prompt)
         if not wait:
             return True
         self._status(CampaignStatus.STATE_WAITING, f"waiting for the operator: {setup.operator_instruction}")
@@ -231,10 +259,42 @@ class ProgressionManager(Node):
             self._stop.set()
         return self._ack_response == OperatorAck.Request.RESPONSE_DONE
 
+    def _on_register(self, request, response):
+        console_id = str(request.console_id)
+        if not console_id or len(console_id) > 128:
+            response.accepted, response.message = False, "a console registers with a console_id of 1-128 characters"
+            return response
+        if console_id not in self._consoles and len(self._consoles) >= MAX_CONSOLES:
+            response.accepted, response.message = False, f"already {MAX_CONSOLES} consoles registered"
+            return response
+        if request.role not in (OperatorRegister.Request.ROLE_OPERATE, OperatorRegister.Request.ROLE_WATCH):
+            response.accepted, response.message = False, f"unknown role {request.role}"
+            return response
+        session = secrets.token_hex(16)
+        self._consoles[console_id] = (session, str(request.operator_name)[:128], request.role)
+        self.get_logger().info(f"console {console_id!r} ({self._consoles[console_id][1] or 'unnamed'!r}) registered to "
+                               f"{'operate' if request.role == OperatorRegister.Request.ROLE_OPERATE else 'watch'}")
+        response.accepted, response.message, response.session = True, "registered", session
+        response.campaign_id = self.record.id
+        response.prompt = self._open_prompt if self._prompt_id else OperatorPrompt()
+        return response
+
+    def _console_refusal(self, request) -> str | None:
+        """Why an answer is not from a registered, operating console (None when it is)."""
+        console = self._consoles.get(str(request.console_id))
+        if console is None or not hmac.compare_digest(console[0].encode(), str(request.session).encode()):
+            return "answers are accepted only from a console registered on /indgen/operator_register; nothing changed"
+        if console[2] != OperatorRegister.Request.ROLE_OPERATE:
+            return "this console only watches; nothing changed"
+        return None
+
     def _on_ack(self, request, response):
         allowed = (OperatorAck.Request.RESPONSE_DONE, OperatorAck.Request.RESPONSE_SKIP,
                    OperatorAck.Request.RESPONSE_ABORT)
-        if request.prompt_id != self._prompt_id or not self._prompt_id:
+        refusal = self._console_refusal(request)
+        if refusal:
+            response.accepted, response.message = False, refusal
+        elif request.prompt_id != self._prompt_id or not self._prompt_id:
             response.accepted, response.message = False, f"no open prompt '{request.prompt_id}'; nothing changed"
         elif request.response not in allowed:
             response.accepted, response.message = False, "a setup prompt takes done, skip or abort"
@@ -247,6 +307,7 @@ class ProgressionManager(Node):
 
     # -- status ---------------------------------------------------------------------------------
     def _feedback(self, feedback) -> None:
+        self._last_feedback = time.monotonic()
         fb = feedback.feedback
         self.get_logger().debug(f"{fb.phase}: step {fb.step}/{fb.max_steps}")
 
@@ -262,19 +323,19 @@ class ProgressionManager(Node):
     def _status(self, state: int, message: str) -> None:
         pending = len(self.store.pending_trials(self.record.id))
         current = self._current
-        self.status_pub.publish(CampaignStatus(
+        self.status_pub.publish(convert.sign(CampaignStatus(
             header=self._header(), campaign_id=self.record.id, state=state, trials_total=self._total,
             trials_done=self._total - pending, current_trial_id=current.trial_id if current else "",
-            current_level=current.level if current else 0, message=message))
+            current_level=current.level if current else 0, message=message), self.key))
 
     def _header(self):
         return Header(stamp=self.get_clock().now().to_msg())
 
 
-def _wait(future, timeout: float, stop: threading.Event) -> bool:
+def _wait(future, timeout: float, stop: threading.Event, give_up=lambda: False) -> bool:
     deadline = time.monotonic() + timeout
     while not future.done():
-        if stop.is_set() or time.monotonic() > deadline:
+        if stop.is_set() or time.monotonic() > deadline or give_up():
             return False
         time.sleep(0.005)
     return True

@@ -6,6 +6,11 @@ commit it publishes the LevelScore of that policy and level (Wilson interval, ve
 the break threshold) and, for a certify campaign, records the level's feasibility certificate.
 When a campaign reports DONE on /indgen/campaign_status, it writes the campaign's report.
 
+Only the campaign's own progression manager counts: a result or a DONE is used only when it
+carries a valid signature made with the campaign's key from the store (auth.py), and a DONE
+only when the store agrees the campaign is done. A forged result is dropped before it could
+make the real one a "duplicate".
+
 Parameters:
   db (str)          results store ("" = $INDGEN_DB or the default location)
   report_dir (str)  where reports go ("" = <artifacts>/reports); one folder per campaign
@@ -23,7 +28,7 @@ from indgen_core import paths, topics
 from indgen_core.analysis import summarize
 from indgen_core.errors import IndGenError
 from indgen_core.nodes import convert
-from indgen_core.nodes.base import LATCHED, RELIABLE, declare, run_node
+from indgen_core.nodes.base import LATCHED, RELIABLE, declare, run_node, subscribe
 from indgen_core.records import Outcome
 from indgen_core.store import DuplicateResult, ResultsStore
 from indgen_msgs.msg import CampaignStatus, EpisodeResult, LevelScore
@@ -35,13 +40,25 @@ class Scorer(Node):
         self.p = declare(self, db="", report_dir="", write_report=True)
         self.store = ResultsStore(self.p["db"] or None)
         self.score_pub = self.create_publisher(LevelScore, topics.LEVEL_SCORE, RELIABLE)
-        self.create_subscription(EpisodeResult, topics.EPISODE_RESULT, self._on_result, RELIABLE)
-        self.create_subscription(CampaignStatus, topics.CAMPAIGN_STATUS, self._on_status, LATCHED)
+        subscribe(self, EpisodeResult, topics.EPISODE_RESULT, self._on_result, RELIABLE)
+        subscribe(self, CampaignStatus, topics.CAMPAIGN_STATUS, self._on_status, LATCHED)
         self.reported: set[str] = set()
         self.committed = 0
+        self.refused = 0
         self.get_logger().info(f"committing results to {self.store.path}")
 
+    def _genuine(self, msg, what: str) -> bool:
+        if convert.signed_by(msg, self.store.campaign_key(msg.campaign_id)):
+            return True
+        self.refused += 1
+        self.get_logger().warning(f"refused {what} for campaign {msg.campaign_id[:80]!r}: not signed by that "
+                                  f"campaign's progression manager ({self.refused} refused so far)",
+                                  throttle_duration_sec=5.0)
+        return False
+
     def _on_result(self, msg: EpisodeResult) -> None:
+        if not self._genuine(msg, f"a result for trial {msg.trial_id[:80]!r}"):
+            return
         result = convert.result_from_msg(msg)
         try:
             final = self.store.commit_result(msg.campaign_id, result)
@@ -70,12 +87,18 @@ class Scorer(Node):
     def _on_status(self, msg: CampaignStatus) -> None:
         if msg.state != CampaignStatus.STATE_DONE or msg.campaign_id in self.reported or not self.p["write_report"]:
             return
+        if not self._genuine(msg, "a DONE status"):
+            return
+        record = self.store.campaign(msg.campaign_id)
+        if record.status != "done" or self.store.pending_trials(record.id):
+            self.get_logger().warning(f"ignored DONE for {record.id}: the store says it is {record.status}")
+            return
         self.reported.add(msg.campaign_id)
         from indgen_core.report import write_report
 
         base = Path(self.p["report_dir"]) if self.p["report_dir"] else paths.artifacts_dir() / "reports"
         try:
-            files = write_report(self.store, [msg.campaign_id], base / msg.campaign_id)
+            files = write_report(self.store, [msg.campaign_id], paths.inside(base, msg.campaign_id))
         except Exception as exc:  # a report is never worth losing the node over
             self.get_logger().error(f"report for {msg.campaign_id} failed: {exc}")
             return

@@ -1,81 +1,140 @@
-"""The client side: openpi-client's WebsocketClientPolicy, with what a robot needs around it.
+"""The client side of openpi's websocket protocol, with what a robot needs around it.
 
-openpi-client does not retry a refused connection and raises different exceptions for a lost
-server, a server-side error and a closed socket. RemotePolicy turns all of them into one
-PolicyUnavailable (the trial is aborted, never failed), reconnects with backoff on the next
-request, and never returns a reply it could not decode.
+openpi-client's WebsocketClientPolicy decodes server replies with a decoder that trusts the
+peer, has no receive deadline (a hung server blocks the caller forever) and raises different
+exceptions for a lost server, a server-side error and a closed socket. RemotePolicy speaks the
+same frames through IndGen's codec (every reply decoded as hostile input), gives every reply
+a deadline, and turns every failure into one PolicyUnavailable: the trial is aborted, never
+failed. The connection is closed on any failure, so a late reply can never answer a later
+request; the next request reconnects with backoff.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
+import os
 import time
+from pathlib import Path
 from typing import Any
 
 from indgen_core.episode import PolicyUnavailable
-from indgen_core.errors import require
+from indgen_core.errors import IndGenError
 from indgen_core.policy import Policy
+from indgen_core.wire import codec
 
-log = logging.getLogger("indgen.policy_client")
+API_KEY_ENV = "INDGEN_POLICY_API_KEY"
+
+
+def read_api_key(path: str | Path | None = None) -> str | None:
+    """The API key from a file (first line) or else $INDGEN_POLICY_API_KEY; never from a
+    command line, where every user of the machine can read it."""
+    if path:
+        try:
+            key = Path(path).read_text(encoding="utf-8").strip().splitlines()
+        except OSError as exc:
+            raise IndGenError(f"cannot read the API key file {path}: {exc.strerror or exc}") from None
+        if not key or not key[0].strip():
+            raise IndGenError(f"the API key file {path} is empty")
+        return key[0].strip()
+    return os.environ.get(API_KEY_ENV) or None
 
 
 class RemotePolicy(Policy):
     def __init__(self, uri: str, api_key: str | None = None, connect_timeout: float = 10.0,
-                 backoff: tuple[float, float] = (0.2, 5.0)):
+                 request_timeout: float = 30.0, backoff: tuple[float, float] = (0.2, 5.0),
+                 limits: codec.Limits = codec.DEFAULT_LIMITS):
         self.uri = uri if uri.startswith("ws") else f"ws://{uri}"
         self.api_key = api_key
         self.connect_timeout = connect_timeout
+        self.request_timeout = request_timeout
         self.backoff = backoff
-        self._client = None
+        self.limits = limits
+        self._ws = None
         self.metadata: dict[str, Any] = {}
         self.connects = 0
 
     @property
     def connected(self) -> bool:
-        return self._client is not None
+        return self._ws is not None
+
+    def _open(self, timeout: float):
+        from websockets.sync.client import connect
+
+        headers = {"Authorization": f"Api-Key {self.api_key}"} if self.api_key else None
+        ws = connect(self.uri, compression=None, max_size=self.limits.max_frame_bytes, additional_headers=headers,
+                     open_timeout=timeout, close_timeout=1.0, max_queue=2)
+        try:
+            frame = ws.recv(timeout=timeout)
+            if isinstance(frame, str):
+                raise PolicyUnavailable(f"the policy server at {self.uri} refused the connection: "
+                                        f"{_last_line(frame)}")
+            metadata = codec.decode_dict(frame, self.limits, "metadata frame")
+        except BaseException:
+            with contextlib.suppress(Exception):
+                ws.close()
+            raise
+        return ws, metadata
 
     def connect(self, timeout: float | None = None) -> dict[str, Any]:
         """Connect (retrying refused connections with exponential backoff) and return the
         server's metadata; PolicyUnavailable when `timeout` passes first."""
-        wcp = require("openpi_client.websocket_client_policy", "all", "talking to a policy server")
         timeout = self.connect_timeout if timeout is None else timeout
         deadline = time.monotonic() + timeout
         delay = self.backoff[0]
-        last: Exception | None = None
         while True:
+            self.close()
             try:
-                self._client = wcp.WebsocketClientPolicy(self.uri, api_key=self.api_key)
-                self.metadata = dict(self._client.get_server_metadata() or {})
+                self._ws, self.metadata = self._open(max(deadline - time.monotonic(), 0.1))
                 self.connects += 1
                 return self.metadata
-            except Exception as exc:  # refused, reset, handshake rejected (401), DNS
-                last = exc
+            except Exception as exc:  # refused, reset, handshake rejected (401, 503), DNS, bad metadata
                 if time.monotonic() + delay > deadline:
-                    raise PolicyUnavailable(f"cannot reach the policy server at {self.uri}: {exc}") from None
+                    raise PolicyUnavailable(f"cannot reach the policy server at {self.uri}: {_reason(exc)}") from None
                 time.sleep(delay)
                 delay = min(delay * 2, self.backoff[1])
-        raise PolicyUnavailable(str(last))  # pragma: no cover
 
     def close(self) -> None:
-        if self._client is not None:
+        if self._ws is not None:
             with contextlib.suppress(Exception):
-                self._client._ws.close()
-            self._client = None
+                self._ws.close()
+            self._ws = None
 
     def infer(self, obs: dict[str, Any]) -> dict[str, Any]:
-        if self._client is None:
+        if self._ws is None:
             self.connect()
         try:
-            return self._client.infer(obs)
-        except RuntimeError as exc:  # the server sent a traceback and closed (code 1011)
+            data = codec.encode(obs)
+        except codec.FrameError as exc:
+            raise PolicyUnavailable(f"the request cannot be sent: {exc}") from None
+        try:
+            self._ws.send(data)
+            frame = self._ws.recv(timeout=self.request_timeout)
+        except TimeoutError:
             self.close()
-            last = str(exc).strip().splitlines()[-1] if str(exc).strip() else "unknown error"
-            raise PolicyUnavailable(f"the policy server failed: {last}") from None
+            raise PolicyUnavailable(f"the policy server at {self.uri} did not answer within "
+                                    f"{self.request_timeout:g} s") from None
         except Exception as exc:  # connection closed or reset mid-request
             self.close()
-            raise PolicyUnavailable(f"lost the policy server at {self.uri}: {exc.__class__.__name__}") from None
+            raise PolicyUnavailable(f"lost the policy server at {self.uri}: {_reason(exc)}") from None
+        if isinstance(frame, str):  # openpi: the server's error text, then close 1011
+            self.close()
+            raise PolicyUnavailable(f"the policy server failed: {_last_line(frame)}")
+        try:
+            return codec.decode_dict(frame, self.limits, "reply")
+        except codec.FrameError as exc:
+            self.close()
+            raise PolicyUnavailable(f"the policy server sent a malformed reply: {exc}") from None
 
     def reset(self) -> None:
-        if self._client is not None:
-            self._client.reset()
+        """openpi's client does nothing here either: a server keeps no episode state beyond
+        the connection, and stateful local policies restart on episode/step 0."""
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1].strip()[:300] if lines else "unknown error"
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{exc.__class__.__name__}: {text[:200]}" if text else exc.__class__.__name__

@@ -14,7 +14,7 @@ from std_msgs.msg import Float64MultiArray
 from indgen_core import topics
 from indgen_core.nodes import fr3
 from indgen_core.nodes import libero as libero_msgs
-from indgen_core.nodes.base import LOCKSTEP
+from indgen_core.nodes.base import LOCKSTEP, subscribe
 from indgen_msgs.msg import ControlTick, GridAction, GridObservation, ObjectPoses
 
 
@@ -31,10 +31,12 @@ class BlockEnvPolicyIO:
 
     def __init__(self, node, on_tick: Callable[[Tick], None]):
         self.pub = node.create_publisher(GridAction, topics.BLOCKENV_ACTION, LOCKSTEP)
-        node.create_subscription(GridObservation, topics.BLOCKENV_OBSERVATION, self._on_obs, LOCKSTEP)
+        subscribe(node, GridObservation, topics.BLOCKENV_OBSERVATION, self._on_obs, LOCKSTEP)
         self.on_tick = on_tick
 
     def _on_obs(self, msg: GridObservation) -> None:
+        if not 0 < msg.rows <= 64 or not 0 < msg.cols <= 64 or len(msg.cells) != msg.rows * msg.cols:
+            raise ValueError(f"grid of {msg.rows} x {msg.cols} cells with {len(msg.cells)} values")
         grid = np.frombuffer(bytes(msg.cells), dtype=np.uint8).reshape(msg.rows, msg.cols)
         self.on_tick(Tick(msg.trial_id, msg.step, {"grid": grid, "level": msg.level}, msg.header.stamp))
 
@@ -68,7 +70,7 @@ class StampedTickIO:
 
     def part(self, msg_type, topic: str, key: str) -> None:
         self.needed.add(key)
-        self.node.create_subscription(msg_type, topic, lambda m: self._part(m, key), LOCKSTEP)
+        subscribe(self.node, msg_type, topic, lambda m: self._part(m, key), LOCKSTEP)
 
     def _part(self, msg, key: str) -> None:
         stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec)

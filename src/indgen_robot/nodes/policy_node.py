@@ -10,9 +10,13 @@ exponential backoff.
 Parameters:
   spec (str)               observation/action spec: blockenv, droid
   server_uri (str)         ws://host:port of the policy server
-  api_key (str)            sent as "Authorization: Api-Key <key>" when set
+  api_key_file (str)       file whose first line is sent as "Authorization: Api-Key <key>"
+                           (default: $INDGEN_POLICY_API_KEY; never a parameter value, which any
+                           node on the domain can read through the parameter services)
   action_horizon (int)     actions of a chunk executed open-loop (0: the spec's default)
   connect_timeout_s (float), reconnect_max_s (float)
+  request_timeout_s (float) deadline of one reply: a server that does not answer in time
+                           counts as lost (the trial is aborted, the node reconnects)
   cameras (str)            droid: comma-separated cameras a request needs (exterior_1, wrist; "" none)
   privileged (bool)        droid: wait for the simulator's object poses (sim-only state policies)
 """
@@ -29,9 +33,9 @@ from rclpy.node import Node
 from indgen_core import registry, topics
 from indgen_core.episode import PolicyUnavailable
 from indgen_core.nodes import convert
-from indgen_core.nodes.base import LATCHED, declare, run_node
+from indgen_core.nodes.base import LATCHED, declare, one_line, run_node, subscribe
 from indgen_core.specs import BadAction
-from indgen_core.wire.client import RemotePolicy
+from indgen_core.wire.client import RemotePolicy, read_api_key
 from indgen_msgs.msg import PolicyStatus, TaskSetup
 from indgen_robot.nodes.policy_io import POLICY_IO, Tick
 
@@ -39,18 +43,20 @@ from indgen_robot.nodes.policy_io import POLICY_IO, Tick
 class PolicyNode(Node):
     def __init__(self):
         super().__init__("policy_node")
-        self.p = declare(self, spec="blockenv", server_uri="ws://127.0.0.1:8000", api_key="", action_horizon=0,
-                         connect_timeout_s=2.0, reconnect_max_s=5.0, cameras="", privileged=True)
+        self.p = declare(self, spec="blockenv", server_uri="ws://127.0.0.1:8000", api_key_file="", action_horizon=0,
+                         connect_timeout_s=2.0, reconnect_max_s=5.0, request_timeout_s=30.0, cameras="",
+                         privileged=True)
         self.spec = registry.make(registry.SPECS, self.p["spec"])
         if self.p["action_horizon"] > 0:
             self.spec.horizon = int(self.p["action_horizon"])
         io_cls = POLICY_IO.get(self.spec.name)
         if io_cls is None:
             raise registry.UnknownName(f"spec '{self.p['spec']}' has no policy-side topic adapter")
-        self.client = RemotePolicy(self.p["server_uri"], api_key=self.p["api_key"] or None,
-                                   connect_timeout=self.p["connect_timeout_s"])
+        self.client = RemotePolicy(self.p["server_uri"], api_key=read_api_key(self.p["api_key_file"] or None),
+                                   connect_timeout=self.p["connect_timeout_s"],
+                                   request_timeout=self.p["request_timeout_s"])
         self.status_pub = self.create_publisher(PolicyStatus, topics.POLICY_STATUS, LATCHED)
-        self.create_subscription(TaskSetup, topics.TASK_SETUP, self._on_setup, LATCHED)
+        subscribe(self, TaskSetup, topics.TASK_SETUP, self._on_setup, LATCHED)
         self.setups: dict[str, object] = {}
         self.io = io_cls(self, self._on_tick)
         self._ticks: queue.Queue[Tick] = queue.Queue()
@@ -132,6 +138,10 @@ class PolicyNode(Node):
                 continue
             except BadAction as exc:
                 self.get_logger().error(f"{tick.trial_id} step {tick.step}: {exc}; no command sent")
+                continue
+            except Exception as exc:  # an observation no request can be built from: nothing is sent
+                self.get_logger().error(f"{tick.trial_id[:80]} step {tick.step}: {one_line(exc)}; no command sent",
+                                        throttle_duration_sec=5.0)
                 continue
             self.io.send(tick, action)
 

@@ -11,7 +11,7 @@ import torch
 from indgen_sim.blockenv.demos import generate
 from indgen_sim.blockenv.env import BlockEnvBatch
 from indgen_sim.blockenv.models import Actor, BlockEnvModel
-from indgen_sim.blockenv.oracle import arm_choice, oracle_actions
+from indgen_sim.blockenv.oracle import RANDOM_LEGAL, arm_choice, oracle_actions, random_legal_actions
 
 SUPPORT_SEED_BASE = 500_000_000  # MAML's few-shot support sets, disjoint from training and evaluation
 
@@ -33,14 +33,18 @@ def support_for(model: BlockEnvModel, level: int) -> dict[str, torch.Tensor] | N
             "levels": torch.as_tensor(levels, dtype=torch.long)}
 
 
-def run_model(model: BlockEnvModel | None, level: int, seeds: np.ndarray, greedy: bool = False) -> EpisodeOutcomes:
-    """Roll out `model` (None: the oracle) for one episode per seed at `level`."""
+def run_model(model: BlockEnvModel | str | None, level: int, seeds: np.ndarray,
+              greedy: bool = False) -> EpisodeOutcomes:
+    """Roll out `model` (None: the oracle; "random_legal": the control) for one episode per
+    seed at `level`."""
     seeds = np.asarray(seeds, dtype=np.uint64)
     env = BlockEnvBatch(len(seeds))
     env.reset(level, seeds)
     if model is None:
         arms = arm_choice(seeds)
         act = lambda grids, step: oracle_actions(grids, arms)  # noqa: E731
+    elif model == RANDOM_LEGAL:
+        act = lambda grids, step: random_legal_actions(grids, seeds, step)  # noqa: E731
     else:
         support = support_for(model, level)
         actor = Actor(model.adapt(support) if support is not None else model, env.levels, seeds, greedy)

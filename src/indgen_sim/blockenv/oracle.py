@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from indgen_sim.blockenv.env import DISTRACTOR, GOAL, HORIZONTAL, VERTICAL, free_axes, seed_hash
+from indgen_sim.blockenv.env import DISTRACTOR, GOAL, HORIZONTAL, VERTICAL, free_axes, legal_grasps, seed_hash
+
+RANDOM_LEGAL = "random_legal"
+_RANDOM_STREAM = 7_000  # + step: the control's draws, disjoint from the reset's and the oracle's
 
 
 def arm_choice(seeds) -> np.ndarray:
@@ -35,3 +38,20 @@ def oracle_actions(grids: np.ndarray, arms: np.ndarray) -> np.ndarray:
     goal_ok = goal_v | goal_h
     return np.stack([np.where(goal_ok, goal_r, r), np.where(goal_ok, goal_c, c),
                      np.where(goal_ok, np.where(goal_v, VERTICAL, HORIZONTAL), theta)], axis=1)
+
+
+def random_legal_actions(grids: np.ndarray, seeds, step: int) -> np.ndarray:
+    """The "random legal grasp" control: uniformly one of the grasps that would succeed
+    (an occupied cell with both neighbours free along the approach axis), the draw fixed by
+    (episode seed, step). It knows the paper's inductive rule exactly and nothing else, so
+    its curve shows what legality alone achieves under the step limit 3(k + 1) + 3."""
+    n, size, _ = grids.shape
+    legal = legal_grasps(grids).reshape(n, -1)
+    count = legal.sum(1)
+    pick = (seed_hash(np.asarray(seeds, dtype=np.uint64), _RANDOM_STREAM + int(step))
+            % np.maximum(count, 1).astype(np.uint64)).astype(np.int64)
+    # index of the pick-th legal grasp in each row
+    flat = np.argmax(np.cumsum(legal, axis=1) > pick[:, None], axis=1)
+    cell, theta = np.divmod(flat, 2)
+    r, c = np.divmod(cell, size)
+    return np.stack([r, c, theta], axis=1).astype(np.int64)

@@ -1,7 +1,8 @@
 """BlockEnv policies behind the policy interface, for `indgen serve-policy` and the sim
 bridge: the scripted oracle and every trained baseline (loaded from its checkpoint).
 
-Registered names: blockenv_oracle, blockenv_<model> for each model in models.MODELS.
+Registered names: blockenv_oracle, blockenv_random_legal (the control that picks uniformly
+among the grasps that would succeed), blockenv_<model> for each model in models.MODELS.
 Checkpoints are read from $INDGEN_BLOCKENV_CHECKPOINTS, else <data dir>/blockenv/checkpoints,
 or from an explicit `checkpoint=PATH`.
 """
@@ -17,7 +18,7 @@ import numpy as np
 
 from indgen_core import paths
 from indgen_core.policy import Policy
-from indgen_sim.blockenv.oracle import arm_choice, oracle_actions
+from indgen_sim.blockenv.oracle import arm_choice, oracle_actions, random_legal_actions
 
 
 def checkpoint_dir() -> Path:
@@ -35,6 +36,14 @@ class BlockEnvOraclePolicy(Policy):
     def infer(self, obs):
         seed = np.uint64(obs["episode/seed"])
         return {"actions": oracle_actions(_grid(obs)[None], arm_choice([seed])).astype(np.int64)}
+
+
+class BlockEnvRandomLegalPolicy(Policy):
+    metadata: ClassVar[dict] = {"policy": "blockenv_random_legal", "spec": "blockenv"}
+
+    def infer(self, obs):
+        seed = np.uint64(obs["episode/seed"])
+        return {"actions": random_legal_actions(_grid(obs)[None], [seed], int(obs["episode/step"]))}
 
 
 class BlockEnvModelPolicy(Policy):

@@ -45,6 +45,8 @@ class Table1Config:
     models: tuple[str, ...] = tuple(MODELS)
     #: models also evaluated to oracle_max_level: how far Ind and IndGen's own variant hold
     extended: tuple[str, ...] = ("ind", "equivariant")
+    #: scripted controls, no training, evaluated to oracle_max_level with every run
+    controls: tuple[str, ...] = ("random_legal",)
     epochs: dict[str, int] = field(default_factory=lambda: {
         "maml": 100, "rnn": 60, "transformer": 80, "transformer_rope": 20, "transformer_goal_action": 20,
         "trm": 8, "ind": 20, "ind_linear": 20, "equivariant": 5})
@@ -123,6 +125,11 @@ def run_table1(config: Table1Config, store: ResultsStore, out_dir: Path, checkpo
                        config.episodes, "certify")
     run_campaign_batched(store, oracle.id, batch_executor(None))
     ids["oracle"] = oracle.id
+    for name in config.controls:
+        record = _campaign(store, group, name, f"blockenv_{name}", range(config.oracle_max_level + 1),
+                           config.episodes, "evaluate")
+        run_campaign_batched(store, record.id, batch_executor(name))
+        ids[name] = record.id
     for name, model in models.items():
         top = config.oracle_max_level if name in config.extended else config.max_level
         record = _campaign(store, group, name, f"blockenv_{name}", range(top + 1), config.episodes, "evaluate")
@@ -139,7 +146,7 @@ def run_table1(config: Table1Config, store: ResultsStore, out_dir: Path, checkpo
         curve = summarize(store, cid).curves[0]
         rows[name] = {"rates": {lv.level: lv.rate for lv in curve.levels}, "breaks_at": curve.breaks.point.get(1),
                       "campaign": cid}
-    files = write_report(store, [ids[n] for n in ["oracle", *models]], out_dir / "report")
+    files = write_report(store, [ids[n] for n in ["oracle", *config.controls, *models]], out_dir / "report")
     timings["total"] = time.monotonic() - t_start
     result = {"group": group, "rows": rows, "timings_s": timings, "config": asdict(config),
               "checkpoints": str(checkpoints), "report": str(files.html)}
@@ -153,7 +160,7 @@ def markdown_table(rows: dict, max_level: int) -> str:
     for the policies evaluated that far (the oracle and IndGen's variant)."""
     head = "| Method | " + " | ".join(f"L{k}" for k in range(max_level + 1)) + " | Breaks at | beyond |"
     lines = [head, "|" + "---|" * (max_level + 4)]
-    for name in [n for n in (*MODELS, "oracle") if n in rows]:
+    for name in [n for n in (*MODELS, "random_legal", "oracle") if n in rows]:
         r = rows[name]
         cells = [f"{100 * r['rates'][k]:.0f}" if k in r["rates"] else "-" for k in range(max_level + 1)]
         brk = f"L{r['breaks_at']}" if r["breaks_at"] is not None else "-"
@@ -173,7 +180,7 @@ def print_table(rows: dict, max_level: int) -> None:
         table.add_column(f"L{k}", justify="right", style="dim" if k <= 2 else "")
     table.add_column("Breaks at", justify="right")
     table.add_column("paper L0-L3 / breaks", justify="right", style="cyan")
-    for name in [n for n in (*MODELS, "oracle") if n in rows]:
+    for name in [n for n in (*MODELS, "random_legal", "oracle") if n in rows]:
         r = rows[name]
         paper = PAPER_TABLE1.get(name)
         paper_text = (" / ".join(f"{v:g}" for v in paper[0]) + f"  L{paper[1]}" if paper and paper[1] else

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from indgen_core import topics
-from indgen_core.nodes.base import LOCKSTEP
+from indgen_core.nodes.base import LOCKSTEP, subscribe
 from indgen_core.nodes.lockstep import AnswerSlot
 from indgen_msgs.msg import GridAction, GridObservation
 
@@ -16,7 +16,7 @@ class BlockEnvIO:
     def __init__(self, node, world):
         self.node = node
         self.pub = node.create_publisher(GridObservation, topics.BLOCKENV_OBSERVATION, LOCKSTEP)
-        node.create_subscription(GridAction, topics.BLOCKENV_ACTION, self._on_action, LOCKSTEP)
+        subscribe(node, GridAction, topics.BLOCKENV_ACTION, self._on_action, LOCKSTEP)
         self.slot = AnswerSlot()
 
     @property

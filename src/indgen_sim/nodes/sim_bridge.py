@@ -11,9 +11,12 @@ the episode (commands in, policy status, the progression manager's task setups) 
 a second node, `<name>_io`, on another executor thread. The same goal sent twice (a resend
 after a lost goal response: same trial, same setup stamp) gets the same result again without a
 second episode; a new attempt at a trial (a new stamp) runs a new episode.
-A lost policy (/indgen/policy_status says disconnected), a command that does not come within
-action_timeout_s, or the progression manager moving on to another trial (a new task setup:
-it gave up on this one) ends the episode as aborted, never as a failure.
+A lost policy (/indgen/policy_status says disconnected, or the policy node's heartbeat stops
+for policy_silence_s), a command that does not come within action_timeout_s, or the
+progression manager moving on (a task setup newer than the running episode's: it gave up on
+this one, or was restarted) ends the episode as aborted, never as a failure. While an episode
+runs, feedback goes out at least every feedback_period_s, even while a tick waits for its
+command, so the progression manager can tell a slow world from a dead one.
 
 Parameters:
   world (str)                registered world (blockenv, droid_twin, ...)
@@ -22,6 +25,7 @@ Parameters:
   level_images (bool)        save the world's preview after the first reset of each level of a
                              campaign, as the report's per-level image
   action_timeout_s (float)   how long one tick may wait for its command
+  policy_silence_s (float)   no /indgen/policy_status for this long: the policy node is gone
   feedback_period_s (float)  wall time between feedback messages
 """
 
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import threading
 import time
 
 import rclpy
@@ -40,7 +45,8 @@ from indgen_core import paths, registry, topics
 from indgen_core.episode import run_episode
 from indgen_core.errors import IndGenError
 from indgen_core.nodes import convert
-from indgen_core.nodes.base import LATCHED, LOCKSTEP, declare, run_node
+from indgen_core.nodes.base import LATCHED, LOCKSTEP, declare, one_line, run_node, subscribe
+from indgen_core.records import Outcome, TrialResult
 from indgen_core.specs import Spec
 from indgen_msgs.action import RunEpisode
 from indgen_msgs.msg import PolicyStatus, TaskSetup
@@ -70,7 +76,7 @@ class SimBridge(Node):
     def __init__(self):
         super().__init__("sim_bridge")
         self.p = declare(self, world="blockenv", world_options="", level_images=False, action_timeout_s=10.0,
-                         feedback_period_s=0.5)
+                         policy_silence_s=5.0, feedback_period_s=0.5)
         options = _options(self.p["world_options"])
         try:
             self.world = registry.make(registry.WORLDS, self.p["world"], **options)
@@ -84,11 +90,12 @@ class SimBridge(Node):
         self.io_node = rclpy.create_node(f"{self.get_name()}_io", context=self.context, use_global_arguments=False)
         self.io = registry.import_target(adapter, "topic adapter")(self.io_node, self.world)
         self.clock_pub = self.io_node.create_publisher(Clock, topics.CLOCK, LOCKSTEP)
-        self.io_node.create_subscription(PolicyStatus, topics.POLICY_STATUS, self._on_policy_status, LATCHED)
-        self.io_node.create_subscription(TaskSetup, topics.TASK_SETUP, self._on_setup, LATCHED)
+        subscribe(self.io_node, PolicyStatus, topics.POLICY_STATUS, self._on_policy_status, LATCHED)
+        subscribe(self.io_node, TaskSetup, topics.TASK_SETUP, self._on_setup, LATCHED)
         self.sim_time = 0.0
         self.policy_lost: str | None = None
         self.lost_since = 0.0
+        self.status_at = 0.0
         self.current: tuple[str, int] = ("", 0)  # trial id and setup stamp (ns) of the running episode
         self.moved_on = ""
         self.finished: collections.OrderedDict[tuple[str, int], RunEpisode.Result] = collections.OrderedDict()
@@ -101,19 +108,32 @@ class SimBridge(Node):
         return [self.io_node]
 
     def _on_policy_status(self, msg: PolicyStatus) -> None:
-        lost = None if msg.connected else (msg.message or "policy disconnected")
+        self.status_at = time.monotonic()
+        lost = None if msg.connected else (msg.message[:200] or "policy disconnected")
         if lost and not self.policy_lost:
             self.lost_since = time.monotonic()
         self.policy_lost = lost
 
     def _on_setup(self, msg: TaskSetup) -> None:
-        # a setup published after the running episode's own, for another trial: the progression
-        # manager gave up on this episode (its timeout) and moved on
+        # a setup published after the running episode's own: the progression manager gave up on
+        # this episode (its timeout) and moved on, or it was restarted and runs the trial anew
         stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
-        if self.current[0] and msg.trial_id != self.current[0] and stamp > self.current[1]:
-            self.moved_on = msg.trial_id
+        if self.current[0] and stamp > self.current[1]:
+            self.moved_on = msg.trial_id[:128] or "another trial"
 
     def _execute(self, goal_handle):
+        try:
+            return self._execute_goal(goal_handle)
+        except Exception as exc:  # a goal the bridge cannot run: refuse it, keep serving
+            self.get_logger().error(f"episode goal refused: {one_line(exc)}")
+            trial = goal_handle.request.setup
+            setup = dataclasses.replace(_EMPTY_SETUP, campaign_id=trial.campaign_id[:128],
+                                        trial_id=trial.trial_id[:128])
+            result = TrialResult(setup.trial_id, Outcome.ABORTED, f"the world could not run this goal: {one_line(exc)}")
+            goal_handle.abort()
+            return RunEpisode.Result(result=convert.result_to_msg(result, setup))
+
+    def _execute_goal(self, goal_handle):
         setup = convert.setup_from_msg(goal_handle.request.setup)
         stamp = goal_handle.request.setup.header.stamp
         key = (setup.trial_id, stamp.sec * 10**9 + stamp.nanosec)
@@ -131,16 +151,31 @@ class SimBridge(Node):
         return result
 
     def _episode(self, goal_handle, setup):
-        last_feedback = [0.0]
+        last_feedback = [0.0, 0, "resetting"]  # when, step, phase
         max_steps = self.world.max_steps(setup)
         started = time.monotonic()
+        lock = threading.Lock()
 
-        def feedback(step: int, total: int, phase: str = "running") -> None:
-            now = time.monotonic()
-            if now - last_feedback[0] >= self.p["feedback_period_s"] or step in (0, total):
-                last_feedback[0] = now
+        def send(step: int, total: int, phase: str) -> None:
+            with lock:
+                last_feedback[:] = [time.monotonic(), step, phase]
                 goal_handle.publish_feedback(RunEpisode.Feedback(
                     phase=phase, step=step, max_steps=total, elapsed=convert.duration(step * self.world.control_dt)))
+
+        def feedback(step: int, total: int, phase: str = "running") -> None:
+            if time.monotonic() - last_feedback[0] >= self.p["feedback_period_s"] or step in (0, total):
+                send(step, total, phase)
+
+        done = threading.Event()
+
+        def heartbeat() -> None:  # feedback while a tick waits for its command, or a reset takes long
+            period = max(self.p["feedback_period_s"], 0.05)
+            while not done.wait(period):
+                if time.monotonic() - last_feedback[0] >= period:
+                    send(last_feedback[1], max_steps, last_feedback[2] if last_feedback[2] == "resetting"
+                         else "waiting_for_policy")
+
+        beat = threading.Thread(target=heartbeat, name="feedback", daemon=True)
 
         def should_abort() -> str | None:
             if goal_handle.is_cancel_requested:
@@ -152,6 +187,9 @@ class SimBridge(Node):
             if self.policy_lost and (self.lost_since > started or
                                      time.monotonic() - started > self.p["action_timeout_s"]):
                 return f"policy lost: {self.policy_lost}"
+            silence = time.monotonic() - self.status_at
+            if self.status_at and silence > self.p["policy_silence_s"]:
+                return f"policy lost: no status from the policy node for {silence:.1f} s"
             return None
 
         def infer(request):
@@ -171,7 +209,12 @@ class SimBridge(Node):
                     images.append(path)
 
         feedback(0, max_steps, "resetting")
-        result = run_episode(self.world, infer, _PassThrough(), setup, on_step=feedback, on_reset=on_reset)
+        beat.start()
+        try:
+            result = run_episode(self.world, infer, _PassThrough(), setup, on_step=feedback, on_reset=on_reset)
+        finally:
+            done.set()
+            beat.join(timeout=2.0)
         if images:
             result = dataclasses.replace(result, artifacts=(*result.artifacts, *images))
         self.get_logger().info(f"{setup.trial_id}: {result.outcome.name.lower()} after {result.steps} steps "
@@ -201,6 +244,10 @@ class SimBridge(Node):
 
     def close(self) -> None:
         self.world.close()
+
+
+_EMPTY_SETUP = convert.records.TaskSetup(campaign_id="", trial_id="", world="", axis="", level=0,
+                                         in_distribution=False, parameters=(), trial_index=0, seed=0, policy="")
 
 
 def _options(text: str) -> dict:

@@ -11,7 +11,7 @@ from std_msgs.msg import Float64MultiArray
 
 from indgen_core import topics
 from indgen_core.nodes import fr3
-from indgen_core.nodes.base import LOCKSTEP
+from indgen_core.nodes.base import LOCKSTEP, subscribe
 from indgen_core.nodes.lockstep import AnswerSlot
 from indgen_msgs.msg import ControlTick, ObjectPoses
 
@@ -47,7 +47,7 @@ class StampedWorldIO:
                 return
             self.slot.offer(msg.layout.data_offset, value, part)
 
-        self.node.create_subscription(Float64MultiArray, topic, take, LOCKSTEP)
+        subscribe(self.node, Float64MultiArray, topic, take, LOCKSTEP)
 
     def publish_state(self, obs, stamp) -> None:
         """The world's own state topics of this tick."""

@@ -23,7 +23,7 @@ PAPER_NAMES = {
     "maml": "MAML", "rnn": "RNN", "transformer": "Transformer", "transformer_rope": "Transformer+RoPE",
     "transformer_goal_action": "Transformer+Goal/Act", "trm": "TRM", "ind": "Ind",
     "ind_linear": "Ind (linear legality read-out)",
-    "equivariant": "Equivariant (IndGen)", "oracle": "Oracle",
+    "equivariant": "Equivariant (IndGen)", "random_legal": "Random legal grasp (control)", "oracle": "Oracle",
 }
 
 __all__ = ["MODELS", "PAPER_NAMES", "Actor", "BlockEnvModel"]

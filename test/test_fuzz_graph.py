@@ -1,0 +1,143 @@
+"""Garbage on every topic and service of a running graph: no node dies, and the campaign
+still completes with the results an undisturbed run gives (none lost, none doubled).
+
+The topics are not listed here: the test asks the running graph which topics (and types)
+each of its nodes subscribes, and publishes random and extreme messages of exactly those
+types (fuzz.py) to every one, several rounds. The graph is started without its policy
+server, so the campaign cannot finish while the garbage flows; then the server starts and
+the campaign runs to completion on the same, never restarted, nodes."""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+
+import fuzz
+import graphs
+import pytest
+import servers
+import yaml
+from ros_helpers import spin_until
+
+from indgen_core.store import ResultsStore
+
+pytestmark = [pytest.mark.slow, pytest.mark.ros]
+
+rclpy = pytest.importorskip("rclpy")
+
+GRAPH_NODES = {
+    "blockenv_axis": ["progression_manager", "sim_bridge", "sim_bridge_io", "policy_node", "scorer"],
+    "stack_axis": ["progression_manager", "sim_bridge", "sim_bridge_io", "policy_node", "scorer"],
+}
+
+
+def _campaign(tmp_path, profile: str) -> tuple[str, list[str]]:
+    if profile == "blockenv_axis":
+        return "campaigns/blockenv_oracle.yaml", []
+    path = tmp_path / "twin.yaml"
+    path.write_text(yaml.safe_dump({"name": "fz", "axis": "stack", "world": "droid_twin",
+                                    "policies": ["droid_twin_oracle"], "levels": [0, 1], "trials_per_level": 2,
+                                    "seed": 3, "purpose": "certify"}))
+    return str(path), ["cameras:=exterior_1,wrist", "builtin_fr3:=true"]
+
+
+def _subscriptions(node, names: list[str]) -> dict[str, list[tuple[str, str]]]:
+    assert spin_until(node, lambda: set(names) <= {n for n, _ in node.get_node_names_and_namespaces()}, 60), (
+        f"graph nodes not all up: {node.get_node_names()}")
+    out = {}
+    for name in names:
+        deadline = time.monotonic() + 20
+        subs = []
+        while time.monotonic() < deadline:
+            try:
+                subs = [(topic, types[0]) for topic, types in node.get_subscriber_names_and_types_by_node(name, "/")]
+            except Exception:  # NodeNameNonExistentError while discovery settles
+                subs = []
+            if subs:
+                break
+            spin_until(node, lambda: False, 0.2)
+        out[name] = subs
+    return out
+
+
+def _services(node, names: list[str]) -> list[tuple[str, str]]:
+    """IndGen's own services of the graph (an action's internal services are rclpy's: a
+    fuzzed goal would just queue an episode, see the README's security section)."""
+    found = set()
+    for name in names:
+        for service, types in node.get_service_names_and_types_by_node(name, "/"):
+            if service.startswith("/indgen/") and "/_action/" not in service:
+                found.add((service, types[0]))
+    return sorted(found)
+
+
+def _service_class(type_name: str):
+    import importlib
+
+    pkg, _, name = type_name.split("/")
+    return getattr(importlib.import_module(f"{pkg}.srv"), name)
+
+
+@pytest.mark.parametrize("profile", ["blockenv_axis", "stack_axis"])
+def test_garbage_on_every_subscription_kills_no_node_and_the_campaign_completes(tmp_path, ros_context, profile):
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    db = tmp_path / "r.sqlite"
+    port = servers.free_port()
+    policy = "blockenv_oracle" if profile == "blockenv_axis" else "droid_twin_oracle"
+    campaign, extra = _campaign(tmp_path, profile)
+    env = dict(os.environ, INDGEN_ARTIFACTS=str(tmp_path / "artifacts"))
+    proc = graphs.launch(profile, f"db:={db}", f"report_dir:={tmp_path / 'rep'}", "start_policy_server:=false",
+                         f"server_uri:=ws://127.0.0.1:{port}", f"campaign:={campaign}", "campaign_id:=fz",
+                         "action_timeout_s:=3.0", *extra, env=env)
+    server = None
+    node = rclpy.create_node("fuzzer", context=ros_context)
+    # reliable + transient local reaches every subscriber, whatever QoS it asked for
+    qos = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    rng = random.Random(17)
+    sent: dict[str, int] = {}
+    try:
+        subs = _subscriptions(node, GRAPH_NODES[profile])
+        topics = sorted({pair for pairs in subs.values() for pair in pairs})
+        assert any(t == "/indgen/episode_result" for t, _ in topics) and any(t == "/indgen/task_setup" for t, _ in
+                                                                          topics)
+        services = _services(node, GRAPH_NODES[profile])
+        assert ("/indgen/operator_ack", "indgen_msgs/srv/OperatorAck") in services
+        pubs = {(t, ty): node.create_publisher(fuzz.message_class(ty), t, qos) for t, ty in topics}
+        clients = {(s, ty): node.create_client(_service_class(ty), s) for s, ty in services}
+        spin_until(node, lambda: False, 1.0)  # let the publishers match
+        for _round in range(3):
+            for (topic, type_name), pub in pubs.items():
+                cls = fuzz.message_class(type_name)
+                for _ in range(12):
+                    pub.publish(fuzz.fuzz(cls, rng))
+                    sent[topic] = sent.get(topic, 0) + 1
+            for (_, type_name), client in clients.items():
+                cls = _service_class(type_name)
+                for _ in range(5):
+                    client.call_async(fuzz.fuzz(cls.Request, rng))
+            spin_until(node, lambda: False, 1.5)
+        for pub in pubs.values():
+            node.destroy_publisher(pub)
+        assert proc.poll() is None, "the graph stopped while fuzzed"
+        server = servers.start_server(policy, port)  # now the campaign can run
+        out = graphs.finish(proc, timeout=600)
+    finally:
+        node.destroy_node()
+        if server is not None:
+            servers.stop(server)
+        if proc.poll() is None:
+            proc.kill()
+    (tmp_path / "launch.log").write_text(out)
+    assert "died with status" not in out and "restarting it" not in out, out[-5000:]
+    assert "campaign fz done" in out
+    # the garbage reached the nodes and was dropped there, one line each kind at most every 5 s
+    assert out.count("dropped a ") + out.count("refused ") >= 3, out[-5000:]
+    assert "Traceback" not in out, out[out.index("Traceback") - 2000:][:6000]
+    with ResultsStore(db) as store:
+        rows = store.rows("fz")
+        assert rows and all(r.status == "done" and r.outcome == "success" for r in rows)
+        n = store._db.execute("SELECT COUNT(*) FROM results WHERE campaign_id='fz'").fetchone()[0]
+        assert n == len(rows)  # nothing counted twice, nothing forged committed
+    assert sum(sent.values()) > 100 and len(sent) >= 5, sent
