@@ -37,12 +37,15 @@ NODES = {
     "scorer": "indgen_core.nodes.scorer:main",
     "sim_bridge": "indgen_sim.nodes.sim_bridge:main",
     "policy_node": "indgen_robot.nodes.policy_node:main",
+    "fr3_runner": "indgen_robot.nodes.fr3_runner:main",
+    "camera_node": "indgen_robot.nodes.camera_node:main",
+    "fr3_stand_in": "indgen_sim.nodes.fr3_stand_in:main",
 }
 
 EXTRAS = {
     "sim": ["mujoco>=3.3,<4"],  # robosuite (LIBERO) fails with mujoco 4; 3.17 serves every world
     "torch": ["torch>=2.2"],  # CPU build: `pip install torch==2.13.0` (see README)
-    "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "colcon-common-extensions>=0.3"],
+    "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "colcon-common-extensions>=0.3", "hypothesis>=6"],
 }
 EXTRAS["all"] = sorted({req for reqs in EXTRAS.values() for req in reqs})
 # LIBERO-Object with its assets (2.1 GB installed): its own extra, installed by `make libero`
@@ -101,6 +104,7 @@ setup(
             "blockenv_random_legal = indgen_sim.blockenv.policies:BlockEnvRandomLegalPolicy",
             *(f"blockenv_{m} = indgen_sim.blockenv.policies:{m}" for m in BLOCKENV_MODELS),
             "droid_twin_oracle = indgen_sim.twin.oracle:TwinOracle",
+            "droid_pi05_standin = indgen_sim.twin.pi05_standin:Pi05StandIn",
             "droid_twin_bc = indgen_sim.twin.bc:TwinBCPolicy",
             "libero_oracle = indgen_sim.libero.oracle:LiberoOracle",
         ],

@@ -124,8 +124,14 @@ def test_twin_axis_launch_files_and_the_sim_argument(repo, name):
     pm = nodes[-1]
     axis = name.split("_")[0]
     assert pm.parameters["campaign"] == f"campaigns/twin_{axis}_oracle.yaml"  # scale_axis extends stack_axis
-    real = module.describe(sim="false")
-    assert "sim_bridge" not in [n.name for n in real] and len(real) == len(nodes) - 1
+    mock = {n.name: n for n in module.describe(sim="false")}
+    assert list(mock) == ["policy_server", "fr3_runner", "fr3_stand_in", "policy_node", "scorer", "progression_manager"]
+    assert mock["policy_node"].parameters["robot"] == "fr3_robotiq_zed" and mock["policy_node"].parameters["privileged"]
+    assert mock["progression_manager"].parameters["campaign"] == f"campaigns/fr3_{axis}_oracle.yaml"  # when: not sim
+    real = {n.name: n for n in module.describe(sim="false", robot="real")}
+    assert "fr3_stand_in" not in real and "sim_bridge" not in real
+    assert real["policy_node"].parameters["privileged"] is False  # no privileged state on a robot
+    assert module.describe(sim="false", campaign="c.yaml")[-1].parameters["campaign"] == "c.yaml"
 
 
 def test_a_profile_that_extends_another_changes_only_what_it_names(tmp_path, monkeypatch):
@@ -364,3 +370,17 @@ def test_enclaves_give_each_ros_node_its_own_sros2_enclave():
     assert all(n.enclave == "" for n in graph.load_profile("blockenv_axis").resolve())
     with pytest.raises(ConfigError, match="argument 'enclaves' must match"):
         graph.load_profile("blockenv_axis").resolve({"enclaves": "indgen; rm"})
+
+
+def test_a_node_that_cannot_start_is_not_respawned_forever():
+    import io
+
+    always = graph.NodeSpec("broken", sys.executable, ros=False, respawn=True, args=("-c", "raise SystemExit(7)"))
+    other = graph.NodeSpec("other", sys.executable, ros=False, args=("-c", "import time; time.sleep(60)"))
+    out = io.StringIO()
+    assert launcher.Launcher([always, other], out=out, grace_s=2.0).wait_started() == 1
+    assert "died 3 times within 10 s of starting; not restarting it" in out.getvalue()
+    misconfigured = graph.NodeSpec("bad", sys.executable, ros=False, respawn=True, args=("-c", "raise SystemExit(2)"))
+    out = io.StringIO()
+    assert launcher.Launcher([misconfigured, other], out=out, grace_s=2.0).wait_started() == 1
+    assert "restarting" not in out.getvalue()  # a configuration error is not a crash

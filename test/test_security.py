@@ -119,6 +119,13 @@ def test_operator_answers_only_from_a_registered_console_for_the_open_prompt(tmp
                        "allow_uncertified:=true", "override_reason:='test: no world runs'",
                        "wait_for_operator:=true", "server_wait_s:=1.0")
     node = rclpy.create_node("console_test", context=ros_context)
+    from indgen_msgs.srv import PrepareTrial
+
+    def ready(request, response):  # the world's prepare, so that the manager gets to the prompt
+        response.ready, response.message = True, "ready"
+        return response
+
+    node.create_service(PrepareTrial, "/indgen/prepare_trial", ready)
     prompts = []
     node.create_subscription(OperatorPrompt, "/indgen/operator_prompt", prompts.append, LATCHED)
     ack = node.create_client(OperatorAck, "/indgen/operator_ack")
@@ -188,7 +195,9 @@ def test_a_campaign_id_that_is_a_path_is_refused_in_one_sentence(tmp_path, repo,
     assert proc.stderr.strip().splitlines() == [f"indgen: error: campaign id {campaign_id!r} is not allowed: use "
                                                 "1-128 letters, digits, '.', '_' or '-', starting with a letter or "
                                                 "digit (no '/', no '..')"]
-    assert not Path("/tmp/evil").exists() and not (tmp_path.parent.parent / "x").exists()
+    assert not Path("/tmp/evil").exists()
+    with ResultsStore(tmp_path / "r.db") as store:
+        assert store.campaigns() == []  # refused before anything was planned or written
     pm = subprocess.run([graph.executable_path("progression_manager"), "--ros-args", "-p",
                          f"campaign:={config}", "-p", f"campaign_id:={campaign_id}", "-p",
                          f"db:={tmp_path / 'r.db'}"], capture_output=True, text=True, timeout=60)

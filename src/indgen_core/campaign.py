@@ -53,6 +53,8 @@ class CampaignConfig(BaseModel):
     max_steps: int = Field(0, ge=0, description="0: the world's default")
     world_options: dict[str, Any] = {}
     endpoints: dict[str, str] = Field({}, description="policy name -> ws://host:port of its policy server")
+    certified_by: list[str] = Field([], description="other worlds whose certificates of the same level count "
+                                    "(the real FR3's levels certified in its twin)")
     group: str = ""
     break_threshold: float | None = Field(None, gt=0, lt=1)
 
@@ -136,9 +138,14 @@ def plan_campaign(store: ResultsStore, config: CampaignConfig, campaign_id: str 
     certified: dict[int, str | None] = {}
     if config.purpose == EVALUATE:
         for lv in levels:
-            cert = store.certificate(protocol.certificate_key(config.world, axis.name, lv, config.world_options))
-            certified[lv.k] = (f"certified by {cert['policy']} ({cert['successes']}/{cert['n']} in campaign "
-                               f"{cert['campaign_id']})") if cert else None
+            certified[lv.k] = None
+            for world in (config.world, *config.certified_by):
+                cert = store.certificate(protocol.certificate_key(world, axis.name, lv, config.world_options))
+                if cert:
+                    where = "" if world == config.world else f" in world {world}"
+                    certified[lv.k] = (f"certified by {cert['policy']}{where} ({cert['successes']}/{cert['n']} in "
+                                       f"campaign {cert['campaign_id']})")
+                    break
         report.findings += protocol.check_feasibility(levels, certified)
         missing = [k for k, c in certified.items() if c is None]
         if missing and not allow_uncertified:

@@ -14,9 +14,12 @@ into a larger string such as world_options' YAML text without changing its struc
 
 Substitution: "$(arg)" anywhere in a string is replaced by the argument's value; a value that
 is exactly one "$(arg)" keeps the argument's type. A node with `if: $(arg)` runs only when the
-argument is true. An `args` entry written as a mapping (`{--checkpoint: $(checkpoint)}`) is
-passed as `--checkpoint=VALUE`, and only when its value is not empty; positional values go
-after a "--" item, so no value can become an option of the command it is passed to. A node
+argument is true (`$(not name)` inverts; conditions may join terms with `and` / `or` and compare
+with `==` / `!=`: `if: $(not sim) and $(robot) == mock`); an argument may take another
+default where a condition holds (`when:`). An `args` entry written as a mapping
+(`{--checkpoint: $(checkpoint)}`) is passed as `--checkpoint=VALUE`, and only when its value
+is not empty; positional values go after a "--" item, so no value can become an option of
+the command it is passed to. A node
 with `respawn: true` is restarted when it dies (both launch paths), instead of ending the
 launch. A profile argument `enclaves` (an SROS2 enclave prefix such as /indgen) gives every ROS
 node `--enclave <prefix>/<node name>` (README, "Security").
@@ -42,7 +45,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from indgen_core import paths
 from indgen_core.configfile import ConfigError, load_model, read_yaml_mapping
 
-_SUB = re.compile(r"\$\((\w+)\)")
+_SUB = re.compile(r"\$\((not )?(\w+)\)")
+
+
+class ConditionalDefault(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    condition: str = Field(alias="if")
+    default: bool | int | float | str
 
 
 class ArgumentSpec(BaseModel):
@@ -50,6 +59,9 @@ class ArgumentSpec(BaseModel):
     default: bool | int | float | str = ""
     description: str = ""
     pattern: str | None = None
+    #: another default where a condition on the other arguments holds (the first that does),
+    #: when the user gives no value: `campaign` on the real robot is a campaign of world fr3
+    when: list[ConditionalDefault] = []
 
 
 class NodeTemplate(BaseModel):
@@ -164,10 +176,18 @@ class Profile:
 
     def values(self, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
         values = self.defaults()
-        for key, value in (overrides or {}).items():
+        overrides = dict(overrides or {})
+        for key, value in overrides.items():
             if key not in values:
                 raise ConfigError(self.path, f"unknown argument '{key}'; known: {', '.join(sorted(values))}")
             values[key] = convert_argument(key, self.spec.arguments[key], value, self.path)
+        for key, arg in self.spec.arguments.items():
+            if key in overrides:
+                continue
+            for alternative in arg.when:
+                if _truthy(_substitute(alternative.condition, values)):
+                    values[key] = alternative.default
+                    break
         return values
 
     def resolve(self, overrides: dict[str, Any] | None = None) -> list[NodeSpec]:
@@ -200,25 +220,29 @@ def _substitute(value: Any, values: dict[str, Any]) -> Any:
         return value
     whole = _SUB.fullmatch(value)
     if whole:
-        return values[whole.group(1)]
-    return _SUB.sub(lambda m: str(values[m.group(1)]), value)
+        got = values[whole.group(2)]
+        return not _truthy(got) if whole.group(1) else got
+    return _SUB.sub(lambda m: str(not _truthy(values[m.group(2)]) if m.group(1) else values[m.group(2)]), value)
 
 
 def _truthy(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    return bool(value)
+    """A condition: a value, or (after substitution) terms joined by ' and ' / ' or ', each
+    a value or 'a == b' / 'a != b' (`if: $(not sim) and $(robot) == mock`)."""
+    if not isinstance(value, str):
+        return bool(value)
+    return any(all(_term(t) for t in group.split(" and ")) for group in value.split(" or "))
+
+
+def _term(text: str) -> bool:
+    for op in ("!=", "=="):
+        if op in text:
+            a, b = (x.strip() for x in text.split(op, 1))
+            return (a == b) == (op == "==")
+    return text.strip().lower() in ("1", "true", "yes", "on")
 
 
 def profile_path(name: str) -> Path:
-    candidate = Path(name)
-    if candidate.suffix in (".yaml", ".yml") and candidate.is_file():
-        return candidate
-    path = paths.config_dir() / "graphs" / f"{name}.yaml"
-    if not path.is_file():
-        known = sorted(p.stem for p in (paths.config_dir() / "graphs").glob("*.yaml"))
-        raise ConfigError(path, f"no graph profile '{name}'; known: {', '.join(known)}")
-    return path
+    return paths.named_config("graphs", name, "graph profile")
 
 
 def _profile_data(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
@@ -242,7 +266,7 @@ def load_profile(name: str) -> Profile:
     spec = load_model(path, ProfileSpec, data=data)
     # every substitution must name a declared argument
     text = yaml.safe_dump(data)
-    for arg in sorted(set(_SUB.findall(text))):
+    for arg in sorted({name for _, name in _SUB.findall(text)}):
         if arg not in spec.arguments:
             raise ConfigError(path, f"$({arg}) is used but not declared under 'arguments'", field="nodes")
     return Profile(spec, path)

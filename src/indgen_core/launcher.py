@@ -23,6 +23,11 @@ from indgen_core.graph import NodeSpec, executable_path
 
 COLORS = ["36", "33", "35", "32", "34", "31", "96", "93"]
 RESPAWN_DELAY_S = 1.0
+#: a node that dies this soon after starting, this many times in a row, is not started again:
+#: it cannot start (a crash at start-up), and respawning it forever would hide that
+CRASH_LOOP_S, CRASH_LOOP_COUNT = 10.0, 3
+#: the exit status of a node refusing its configuration (IndGenError): never respawned
+CONFIG_ERROR = 2
 
 
 @dataclass
@@ -32,6 +37,8 @@ class Child:
     reader: threading.Thread
     index: int = 0
     respawns: int = 0
+    started: float = 0.0
+    quick_deaths: int = 0
 
 
 def _prctl():
@@ -91,7 +98,7 @@ class Launcher:
         for i, (node, cmd, proc) in enumerate(started):
             reader = threading.Thread(target=self._pump, args=(node.name, i, proc), daemon=True)
             reader.start()
-            self.children.append(Child(node, proc, reader, index=i))
+            self.children.append(Child(node, proc, reader, index=i, started=time.monotonic()))
             self._print("launch", 7, f"started {node.name} (pid {proc.pid}): {' '.join(cmd)}")
 
     def _respawn(self, child: Child, code: int) -> None:
@@ -103,6 +110,7 @@ class Launcher:
             return
         cmd = command(child.spec)
         child.proc = self._spawn(child.spec, cmd)
+        child.started = time.monotonic()
         child.reader = threading.Thread(target=self._pump, args=(child.spec.name, child.index, child.proc),
                                         daemon=True)
         child.reader.start()
@@ -123,15 +131,25 @@ class Launcher:
                     self._print("launch", 7, f"{child.spec.name} exited with status {code}; stopping the graph")
                     self.shutdown()
                     return code
-                if child.spec.respawn:
-                    self._respawn(child, code)
-                    continue
+                if child.spec.respawn and code != CONFIG_ERROR:
+                    quick = time.monotonic() - child.started < CRASH_LOOP_S
+                    child.quick_deaths = child.quick_deaths + 1 if quick else 0
+                    if child.quick_deaths < CRASH_LOOP_COUNT:
+                        self._respawn(child, code)
+                        continue
+                    self._print("launch", 7, f"{child.spec.name} died {CRASH_LOOP_COUNT} times within "
+                                f"{CRASH_LOOP_S:g} s of starting; not restarting it")
                 self._print("launch", 7, f"{child.spec.name} died with status {code}; stopping the graph")
                 self.shutdown()
                 return 1
             time.sleep(0.1)
         self.shutdown()
         return 130
+
+    def wait_started(self) -> int:
+        """start() then wait()."""
+        self.start()
+        return self.wait()
 
     def stop(self, *_args) -> None:
         self._stopping.set()

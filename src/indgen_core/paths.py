@@ -40,6 +40,21 @@ def config_dir() -> Path:
     return Path(override) if override else share_dir() / "config"
 
 
+def named_config(folder: str, name: str, what: str) -> Path:
+    """config/<folder>/<name>.yaml, or `name` itself when it is a YAML file; one sentence
+    listing what exists when neither is there."""
+    candidate = Path(name)
+    if candidate.suffix in (".yaml", ".yml") and candidate.is_file():
+        return candidate
+    path = config_dir() / folder / f"{name}.yaml"
+    if not path.is_file():
+        from indgen_core.configfile import ConfigError
+
+        known = sorted(p.stem for p in (config_dir() / folder).glob("*.yaml"))
+        raise ConfigError(path, f"no {what} '{name}'; known: {', '.join(known) or 'none'}")
+    return path
+
+
 def data_dir() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "indgen"

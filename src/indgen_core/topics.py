@@ -18,15 +18,21 @@ CLOCK = "/clock"
 BLOCKENV_OBSERVATION = "/blockenv/observation"
 BLOCKENV_ACTION = "/blockenv/action"
 
-# The FR3 robot interface, the same for the MuJoCo twin and the real robot (README, "Robot
-# interface"): franka_ros2's joint_state_broadcaster, a ros2_controllers forward command
-# controller on the arm's velocity interfaces, a forward position controller on the Robotiq
-# gripper's knuckle joint, and DROID-style camera topics.
+# The FR3's interface to the policy node, the same for the MuJoCo twin and the real robot
+# (README, "Robot interface"): franka_ros2's /joint_states, DROID-style camera topics, and the
+# policy's DROID commands on IndGen's own topics, which only the world reads (the twin, or the
+# FR3 runner, which alone writes the robot's controllers).
 JOINT_STATES = "/joint_states"
-ARM_VELOCITY_COMMAND = "/forward_velocity_controller/commands"
-GRIPPER_COMMAND = "/gripper_position_controller/commands"
+ARM_VELOCITY_COMMAND = "/indgen/fr3/joint_velocity_command"
+GRIPPER_COMMAND = "/indgen/fr3/gripper_command"
 CONTROL_TICK = "/indgen/control_tick"
 OBJECT_POSES = "/indgen/sim/object_poses"  # simulation only: privileged state
+
+# The real robot's episode runner
+PREPARE_TRIAL = "/indgen/prepare_trial"
+ROBOT_STATUS = "/indgen/robot_status"
+ESTOP = "/indgen/estop"  # std_msgs/Bool topic and std_srvs/SetBool service
+END_EPISODE = "/indgen/end_episode"  # std_srvs/Trigger
 
 
 def camera_topic(camera: str) -> str:

@@ -10,8 +10,12 @@ import pytest
 
 
 def launch(profile: str, *assignments: str, env=None) -> subprocess.Popen:
+    """`indgen launch`, stopped (and with it its graph) if this test process dies first."""
+    from indgen_core.launcher import _die_with_parent
+
     return subprocess.Popen([sys.executable, "-m", "indgen_core.cli", "launch", profile, *assignments],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            preexec_fn=_die_with_parent)  # noqa: PLW1509
 
 
 def finish(proc: subprocess.Popen, timeout: float = 120, expect: int | None = 0) -> str:

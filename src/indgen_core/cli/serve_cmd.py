@@ -28,6 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-connections", type=int, default=8, metavar="N",
                    help="clients served at once (default 8; more are refused with HTTP 503)")
     p.add_argument("--debug", action="store_true", help="send the full traceback with an error reply")
+    p.add_argument("--record-requests", type=Path, metavar="FILE",
+                   help="append one JSON line per request (each key's dtype and shape) to FILE: what clients sent")
     p.add_argument("--list", action="store_true", help="list the registered policies and exit")
     p.set_defaults(func=run)
 
@@ -61,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     limits = codec.Limits(max_frame_bytes=max(int(args.max_frame_mb * codec.MiB), 1024))
     server = PolicyServer(lambda: factory_cls(**kwargs), host=args.host, port=args.port, api_key=api_key,
-                          limits=limits, max_connections=args.max_connections, debug=args.debug)
+                          limits=limits, max_connections=args.max_connections, debug=args.debug,
+                          record_requests=str(args.record_requests) if args.record_requests else None)
 
     def ready(port: int) -> None:
         print(f"serving {args.name} on ws://{args.host}:{port} (healthz: http://{args.host}:{port}/healthz)",

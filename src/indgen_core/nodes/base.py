@@ -17,6 +17,7 @@ puts them on a second node with its own executor thread (`extra_nodes`).
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -28,6 +29,9 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from indgen_core.errors import IndGenError
+
+#: seconds between a stop signal and a forced exit of a node that did not shut down by then
+EXIT_GRACE_S = 10.0
 
 #: the last message stays available to late joiners (task setup, campaign and policy status)
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -135,6 +139,10 @@ def run_node(factory: Callable[[], Node], on_ready: Callable[[Node], None] | Non
     exit_code = {"code": 0}
 
     def on_signal(signum, _frame):
+        if not stop.is_set():
+            # a node that cannot shut down cleanly (a callback stuck in rcl, a thread that
+            # never returns) still goes: nothing may outlive its launcher
+            threading.Timer(EXIT_GRACE_S, os._exit, (128 + signum,)).start()
         stop.set()
 
     signal.signal(signal.SIGTERM, on_signal)

@@ -5,12 +5,14 @@ policy node's build and read exactly the same messages, and so will the real rob
   joint_state_broadcaster names them, plus the Robotiq 2F-85's driver joint
   robotiq_85_left_knuckle_joint (0 rad open .. 0.8 rad closed; DROID's gripper position
   0..1 is its fraction of 0.8 rad).
-- /forward_velocity_controller/commands (std_msgs/Float64MultiArray): 7 joint velocities in
+- /indgen/fr3/joint_velocity_command (std_msgs/Float64MultiArray): 7 joint velocities in
   rad/s. DROID's normalised velocity v moves a joint by 0.2 v rad per 15 Hz tick, 3 v rad/s.
-- /gripper_position_controller/commands (std_msgs/Float64MultiArray): 1 value, the knuckle
-  joint's target in rad.
-In lock-step both commands carry the tick's sequence number in layout.data_offset (a forward
-command controller ignores the layout), so a command answers exactly one tick.
+- /indgen/fr3/gripper_command (std_msgs/Float64MultiArray): 1 value, the knuckle joint's
+  target in rad.
+Both commands carry the tick's sequence number in layout.data_offset, so a command answers
+exactly one tick. They go to the world (the twin, or the FR3 runner), never to a controller
+of the robot: only the runner writes those, after its checks.
+- camera images: rgb8, bgr8, bgra8 (the ZED wrapper) or rgba8, any size and row padding.
 """
 
 from __future__ import annotations
@@ -90,12 +92,21 @@ def image(rgb: np.ndarray, stamp, frame_id: str) -> Image:
     return msg
 
 
+#: encoding -> (channels, the channel order that gives RGB)
+ENCODINGS = {"rgb8": (3, [0, 1, 2]), "bgr8": (3, [2, 1, 0]), "rgba8": (4, [0, 1, 2]), "bgra8": (4, [2, 1, 0])}
+MAX_IMAGE_SIDE = 8192
+
+
 def read_image(msg: Image) -> np.ndarray:
-    if msg.encoding not in ("rgb8", "bgr8"):
-        raise BadCommand(f"camera image encoding {msg.encoding!r} is not rgb8 or bgr8")
-    rows = np.frombuffer(bytes(msg.data), dtype=np.uint8).reshape(msg.height, msg.step)
-    rgb = rows[:, : msg.width * 3].reshape(msg.height, msg.width, 3)
-    return rgb[..., ::-1].copy() if msg.encoding == "bgr8" else rgb.copy()
+    """An (h, w, 3) RGB array from any of ENCODINGS; BadCommand for anything else."""
+    if msg.encoding not in ENCODINGS:
+        raise BadCommand(f"camera image encoding {msg.encoding!r} is not one of {', '.join(ENCODINGS)}")
+    channels, order = ENCODINGS[msg.encoding]
+    h, w, step = int(msg.height), int(msg.width), int(msg.step)
+    if not (0 < h <= MAX_IMAGE_SIDE and 0 < w <= MAX_IMAGE_SIDE) or step < w * channels or len(msg.data) < h * step:
+        raise BadCommand(f"camera image of {w} x {h} ({msg.encoding}, step {step}) with {len(msg.data)} bytes")
+    rows = np.frombuffer(msg.data, dtype=np.uint8, count=h * step).reshape(h, step)
+    return rows[:, : w * channels].reshape(h, w, channels)[..., order].copy()
 
 
 def _pose(p):

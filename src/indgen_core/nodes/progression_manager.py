@@ -23,7 +23,12 @@ Parameters:
   commit_timeout_s (float)  how long the scorer may take to commit a result
   abort_backoff_s (float)   first wait after an aborted trial (doubles, at most 30x)
   world_silence_s (float)   a running episode with no feedback for this long is aborted
-  wait_for_operator (bool)  wait for /indgen/operator_ack after each setup prompt (real robot)
+  wait_for_operator (bool)  the person is in the loop (real robot): before each trial the world is
+                            prepared (/indgen/prepare_trial: the reset) and the setup prompt waits for
+                            an answer on /indgen/operator_ack
+  operator_labels (bool)    ask the person to label every episode (rehearsal in sim); episodes the
+                            world does not judge (the real robot) are always labelled
+  prepare_timeout_s (float) how long the world's prepare (reset) may take
   exit_when_done (bool)     exit (status 0) when the campaign is done
   axis, levels, trials, world_options   override the campaign file's axis, levels ("-1,0,1"),
                             trials per level and world options (a YAML mapping, merged), so one
@@ -33,11 +38,9 @@ Parameters:
 from __future__ import annotations
 
 import contextlib
-import hmac
-import secrets
+import dataclasses
 import threading
 import time
-import uuid
 from pathlib import Path
 
 from rclpy.action import ActionClient
@@ -45,20 +48,18 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from std_msgs.msg import Header
 
-from indgen_core import paths, topics
+from indgen_core import operator, paths, topics
 from indgen_core.campaign import load_campaign_config, plan_campaign
 from indgen_core.errors import IndGenError
 from indgen_core.nodes import convert
 from indgen_core.nodes.base import LATCHED, RELIABLE, declare, run_node, serve
-from indgen_core.records import Outcome, TrialResult
+from indgen_core.records import Outcome, Source, TrialResult
 from indgen_core.records import TaskSetup as SetupRecord
 from indgen_core.runner import run_campaign
 from indgen_core.store import ResultsStore
 from indgen_msgs.action import RunEpisode
 from indgen_msgs.msg import CampaignStatus, EpisodeResult, OperatorPrompt, TaskSetup
-from indgen_msgs.srv import OperatorAck, OperatorRegister
-
-MAX_CONSOLES = 16
+from indgen_msgs.srv import OperatorAck, OperatorRegister, PrepareTrial
 
 
 class ProgressionManager(Node):
@@ -66,8 +67,8 @@ class ProgressionManager(Node):
         super().__init__("progression_manager")
         self.p = declare(self, campaign="", campaign_id="", db="", allow_uncertified=False, override_reason="",
                          episode_timeout_s=600.0, server_wait_s=10.0, commit_timeout_s=30.0, abort_backoff_s=1.0,
-                         world_silence_s=5.0, wait_for_operator=False, exit_when_done=True, axis="", levels="",
-                         trials=0, world_options="")
+                         world_silence_s=5.0, wait_for_operator=False, operator_labels=False, prepare_timeout_s=60.0,
+                         exit_when_done=True, axis="", levels="", trials=0, world_options="")
         self.store = ResultsStore(self.p["db"] or None)
         self.record = self._plan_or_resume()
         self.key = self.store.campaign_key(self.record.id)
@@ -80,13 +81,12 @@ class ProgressionManager(Node):
         self.ack_srv = serve(self, OperatorAck, topics.OPERATOR_ACK, self._on_ack, callback_group=self.group)
         self.register_srv = serve(self, OperatorRegister, topics.OPERATOR_REGISTER, self._on_register,
                                   callback_group=self.group)
-        self._consoles: dict[str, tuple[str, str, int]] = {}  # console id -> (session, operator, role)
+        self.prepare_client = self.create_client(PrepareTrial, topics.PREPARE_TRIAL, callback_group=self.group)
+        self.desk = operator.OperatorDesk()
+        self._world_needs_operator = False
         self._open_prompt = OperatorPrompt()
         self._last_feedback = 0.0
         self._stop = threading.Event()
-        self._ack = threading.Event()
-        self._ack_response = None
-        self._prompt_id = ""
         self._current: SetupRecord | None = None
         self._goal = None
         self._done = 0
@@ -171,10 +171,16 @@ class ProgressionManager(Node):
         self._current = setup
         now = self.get_clock().now().to_msg()
         self.setup_pub.publish(convert.setup_to_msg(setup, now))
-        if setup.operator_instruction and not self._prompt_operator(setup):
+        ready, message = self._prepare(setup)
+        if not ready:
+            return TrialResult(setup.trial_id, Outcome.ABORTED, f"the world is not ready: {message}")
+        if (setup.operator_instruction or self._with_operator) and not self._prompt_operator(setup):
             return TrialResult(setup.trial_id, Outcome.ABORTED, "operator skipped or aborted the setup")
         self._status(CampaignStatus.STATE_RUNNING, f"running {setup.trial_id}")
-        return self._run_episode(setup)
+        result = self._run_episode(setup)
+        if result.outcome.final and (result.details.get("judged") is False or self.p["operator_labels"]):
+            result = self._label(setup, result)
+        return result
 
     def _run_episode(self, setup: SetupRecord) -> TrialResult:
         started = time.monotonic()
@@ -238,71 +244,100 @@ class ProgressionManager(Node):
                           f"(is the scorer node running with db={self.store.path}?)")
 
     # -- operator -------------------------------------------------------------------------------
-    def _prompt_operator(self, setup: SetupRecord) -> bool:
-        wait = self.p["wait_for_operator"]
-        kind = OperatorPrompt.KIND_SETUP if wait else OperatorPrompt.KIND_INFO
-        prompt = OperatorPrompt(kind=kind, prompt_id=uuid.uuid4().hex[:12] if wait else "",
-                                campaign_id=setup.campaign_id, trial_id=setup.trial_id, level=setup.level,
-                                text=setup.operator_instruction, choices=["done", "skip", "abort"] if wait else [])
-        prompt.header = self._header()
-        self._open_prompt = prompt
-        self._prompt_id = prompt.prompt_id
-        self.prompt_pub.publish(prompt)
-        if not wait:
-            return True
-        self._status(CampaignStatus.STATE_WAITING, f"waiting for the operator: {setup.operator_instruction}")
-        self._ack.clear()
-        while not self._ack.wait(0.1):
-            if self._stop.is_set():
-                return False
-        if self._ack_response == OperatorAck.Request.RESPONSE_ABORT:
+    def _publish_prompt(self, prompt: operator.Prompt | None, kind: int = operator.INFO, text: str = "",
+                        trial: SetupRecord | None = None) -> None:
+        msg = OperatorPrompt(kind=kind, text=text, campaign_id=self.record.id)
+        if prompt is not None:
+            msg = OperatorPrompt(kind=prompt.kind, prompt_id=prompt.prompt_id, campaign_id=prompt.campaign_id,
+                                 trial_id=prompt.trial_id, level=prompt.level, text=prompt.text,
+                                 choices=prompt.choices)
+        elif trial is not None:
+            msg.trial_id, msg.level = trial.trial_id, trial.level
+        msg.header = self._header()
+        self._open_prompt = msg
+        self.prompt_pub.publish(msg)
+
+    def _ask(self, kind: int, setup: SetupRecord, text: str) -> operator.Answer | None:
+        """Open a prompt and wait for its answer (None when the campaign is stopping)."""
+        prompt = self.desk.open(operator.Prompt(kind, setup.trial_id, setup.level, text, self.record.id))
+        self._publish_prompt(prompt)
+        self._status(CampaignStatus.STATE_WAITING, f"waiting for the operator: {text}")
+        answer = self.desk.wait(self._stop.is_set)
+        self._publish_prompt(None, text="", trial=setup)
+        if answer is not None and answer.response == operator.ABORT:
+            self.get_logger().warning(f"the operator ({answer.operator or 'unnamed'}) stopped the campaign")
             self._stop.set()
-        return self._ack_response == OperatorAck.Request.RESPONSE_DONE
+        return answer
+
+    @property
+    def _with_operator(self) -> bool:
+        return self.p["wait_for_operator"] or self._world_needs_operator
+
+    def _prompt_operator(self, setup: SetupRecord) -> bool:
+        if not self._with_operator:
+            self._publish_prompt(None, text=setup.operator_instruction, trial=setup)
+            return True
+        answer = self._ask(operator.SETUP, setup, setup.operator_instruction)
+        return answer is not None and answer.response == operator.DONE
+
+    def _label(self, setup: SetupRecord, result: TrialResult) -> TrialResult:
+        """The person's label for an episode the world did not judge (the real robot), or in
+        operator mode for every episode (the twin's own verdict kept beside it)."""
+        judged = result.details.get("judged", True)
+        own = f"; the world's own check says {result.outcome.name.lower()}" if judged else ""
+        text = (f"Label trial {setup.trial_id} (level {setup.level}): success, failure or invalid setup; a "
+                f"partial score 0-100 is optional{own}.")
+        answer = self._ask(operator.LABEL, setup, text)
+        if answer is None or answer.response == operator.ABORT:
+            return TrialResult(setup.trial_id, Outcome.ABORTED, "not labelled (the campaign was stopped)",
+                               steps=result.steps, wall_time_s=result.wall_time_s, details=result.details)
+        outcome = {operator.SUCCESS: Outcome.SUCCESS, operator.FAILURE: Outcome.FAILURE,
+                   operator.INVALID: Outcome.INVALID}[answer.response]
+        score = answer.partial_score / 100 if answer.partial_score >= 0 else float(outcome is Outcome.SUCCESS)
+        details = {**result.details, "operator": answer.operator, "note": answer.note, "labelled_at": answer.at,
+                   "console": answer.console_id}
+        if judged:
+            details["auto_outcome"] = result.outcome.name.lower()
+        reason = f"labelled {answer.name} by {answer.operator or 'the operator'}" + (
+            f": {answer.note}" if answer.note else "")
+        return dataclasses.replace(result, outcome=outcome, reason=reason, partial_score=score,
+                                   source=Source.OPERATOR, details=details)
+
+    def _prepare(self, setup: SetupRecord) -> tuple[bool, str]:
+        """Ask the world to get ready (the real robot: reset pose) before the person builds
+        the scene; worlds without /indgen/prepare_trial need nothing."""
+        if not self.prepare_client.wait_for_service(timeout_sec=self.p["server_wait_s"] if
+                                                    self._with_operator else 0.5):
+            return (False, f"no {topics.PREPARE_TRIAL} service") if self._with_operator else (True, "")
+        request = PrepareTrial.Request(setup=convert.setup_to_msg(setup, self.get_clock().now().to_msg()))
+        self._status(CampaignStatus.STATE_RUNNING, f"preparing {setup.trial_id}")
+        future = self.prepare_client.call_async(request)
+        if not _wait(future, self.p["prepare_timeout_s"], self._stop):
+            # a reply lost right after discovery, or a reset that hangs: the trial is re-run
+            return False, f"no answer to the prepare request within {self.p['prepare_timeout_s']:g} s"
+        response = future.result()
+        if response.needs_operator and not self._world_needs_operator:
+            self._world_needs_operator = True
+            self.get_logger().info("the world is physical: every scene waits for the operator, every episode is "
+                                   "labelled (run `indgen console` in another terminal)")
+        return bool(response.ready), response.message
 
     def _on_register(self, request, response):
-        console_id = str(request.console_id)
-        if not console_id or len(console_id) > 128:
-            response.accepted, response.message = False, "a console registers with a console_id of 1-128 characters"
-            return response
-        if console_id not in self._consoles and len(self._consoles) >= MAX_CONSOLES:
-            response.accepted, response.message = False, f"already {MAX_CONSOLES} consoles registered"
-            return response
-        if request.role not in (OperatorRegister.Request.ROLE_OPERATE, OperatorRegister.Request.ROLE_WATCH):
-            response.accepted, response.message = False, f"unknown role {request.role}"
-            return response
-        session = secrets.token_hex(16)
-        self._consoles[console_id] = (session, str(request.operator_name)[:128], request.role)
-        self.get_logger().info(f"console {console_id!r} ({self._consoles[console_id][1] or 'unnamed'!r}) registered to "
-                               f"{'operate' if request.role == OperatorRegister.Request.ROLE_OPERATE else 'watch'}")
-        response.accepted, response.message, response.session = True, "registered", session
-        response.campaign_id = self.record.id
-        response.prompt = self._open_prompt if self._prompt_id else OperatorPrompt()
+        accepted, message, session = self.desk.register(request.console_id, request.operator_name, request.role)
+        response.accepted, response.message, response.session = accepted, message, session
+        if accepted:
+            role = "operate" if request.role == operator.OPERATE else "watch"
+            self.get_logger().info(f"console {str(request.console_id)!r} "
+                                   f"({self.desk.consoles[str(request.console_id)].operator or 'unnamed'!r}) "
+                                   f"registered to {role}")
+            response.campaign_id = self.record.id
+            response.prompt = self._open_prompt if self.desk.prompt is not None else OperatorPrompt()
         return response
 
-    def _console_refusal(self, request) -> str | None:
-        """Why an answer is not from a registered, operating console (None when it is)."""
-        console = self._consoles.get(str(request.console_id))
-        if console is None or not hmac.compare_digest(console[0].encode(), str(request.session).encode()):
-            return "answers are accepted only from a console registered on /indgen/operator_register; nothing changed"
-        if console[2] != OperatorRegister.Request.ROLE_OPERATE:
-            return "this console only watches; nothing changed"
-        return None
-
     def _on_ack(self, request, response):
-        allowed = (OperatorAck.Request.RESPONSE_DONE, OperatorAck.Request.RESPONSE_SKIP,
-                   OperatorAck.Request.RESPONSE_ABORT)
-        refusal = self._console_refusal(request)
-        if refusal:
-            response.accepted, response.message = False, refusal
-        elif request.prompt_id != self._prompt_id or not self._prompt_id:
-            response.accepted, response.message = False, f"no open prompt '{request.prompt_id}'; nothing changed"
-        elif request.response not in allowed:
-            response.accepted, response.message = False, "a setup prompt takes done, skip or abort"
-        else:
-            self._ack_response = request.response
-            self._prompt_id = ""
-            self._ack.set()
-            response.accepted, response.message = True, "acknowledged"
+        response.accepted, response.message, _ = self.desk.answer(
+            request.prompt_id, request.response, request.console_id, request.session, request.note,
+            request.partial_score)
         return response
 
     # -- status ---------------------------------------------------------------------------------

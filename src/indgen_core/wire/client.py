@@ -57,6 +57,14 @@ class RemotePolicy(Policy):
     def connected(self) -> bool:
         return self._ws is not None
 
+    def alive(self) -> bool:
+        """Whether the connection is still open: a server that died between requests is
+        noticed here (its socket closed), without waiting for the next request to fail."""
+        from websockets.protocol import State
+
+        ws = self._ws
+        return ws is not None and ws.protocol.state is State.OPEN
+
     def _open(self, timeout: float):
         from websockets.sync.client import connect
 

@@ -49,7 +49,8 @@ def is_loopback(host: str) -> bool:
 class PolicyServer:
     def __init__(self, factory: Callable[[], Policy], host: str = "127.0.0.1", port: int = 8000,
                  api_key: str | None = None, metadata: dict[str, Any] | None = None,
-                 limits: codec.Limits = codec.DEFAULT_LIMITS, max_connections: int = 8, debug: bool = False):
+                 limits: codec.Limits = codec.DEFAULT_LIMITS, max_connections: int = 8, debug: bool = False,
+                 record_requests: str | None = None):
         if max_connections < 1:
             raise ValueError(f"max_connections must be at least 1, got {max_connections}")
         self.factory = factory
@@ -59,6 +60,7 @@ class PolicyServer:
         self.limits = limits
         self.max_connections = max_connections
         self.debug = debug
+        self.record_requests = record_requests
         self.requests = 0
         self.refused_frames = 0
         self.active = 0
@@ -117,6 +119,8 @@ class PolicyServer:
                 frame = await websocket.recv()
                 start = time.monotonic()
                 obs = await self._in_pool(codec.decode_dict, frame, self.limits, "request")
+                if self.record_requests:
+                    await self._in_pool(_record, self.record_requests, obs)
                 infer_start = time.monotonic()
                 reply = await asyncio.to_thread(policy.infer, obs)
                 infer_ms = (time.monotonic() - infer_start) * 1000
@@ -184,3 +188,17 @@ async def _close(websocket, text: str, code: CloseCode, reason: str) -> None:
 def _peer(websocket) -> str:
     address = websocket.remote_address
     return f"{address[0]}:{address[1]}" if isinstance(address, tuple) and len(address) >= 2 else str(address)
+
+
+def _record(path: str, obs: dict[str, Any]) -> None:
+    """One JSON line per request: each key's dtype and shape (strings: their type), for
+    checking on the server side what a client really sent."""
+    import json
+
+    import numpy as np
+
+    summary = {k: [v.dtype.str, list(v.shape)] if isinstance(v, np.ndarray | np.generic) else type(v).__name__
+               for k, v in obs.items()}
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"at": time.time(), "keys": summary, "prompt": obs.get("prompt", "")
+                             if isinstance(obs.get("prompt"), str) else ""}) + "\n")

@@ -4,10 +4,14 @@ how a world action goes back out. One class per spec, registered in POLICY_IO.""
 from __future__ import annotations
 
 import collections
+import collections.abc
+import struct
+import time
 from collections.abc import Callable
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray
 
@@ -16,6 +20,64 @@ from indgen_core.nodes import fr3
 from indgen_core.nodes import libero as libero_msgs
 from indgen_core.nodes.base import LOCKSTEP, subscribe
 from indgen_msgs.msg import ControlTick, GridAction, GridObservation, ObjectPoses
+
+
+class RawImage:
+    """A sensor_msgs/Image still in its CDR bytes: a ZED frame is 3.7 MB at 15 Hz per camera,
+    and a DROID policy looks at one frame in eight ticks, so frames are deserialised only
+    when a request is built. The stamp (the first field) is read straight from the bytes."""
+
+    def __init__(self, data: bytes):
+        if len(data) < 12 or data[1] not in (0, 1):
+            raise ValueError("not a CDR-encoded sensor_msgs/Image")
+        self.data = data
+        sec, nanosec = struct.unpack("<iI" if data[1] == 1 else ">iI", data[4:12])
+        self.header = _Header(_Stamp(sec, nanosec))
+
+    def message(self) -> Image:
+        from rclpy.serialization import deserialize_message
+
+        return deserialize_message(self.data, Image)
+
+
+class _Stamp:
+    def __init__(self, sec: int, nanosec: int):
+        self.sec, self.nanosec = sec, nanosec
+
+
+class _Header:
+    def __init__(self, stamp: _Stamp):
+        self.stamp = stamp
+
+
+class LazyImages(collections.abc.Mapping):
+    """Camera name -> RGB array, decoded from its (raw) Image only when a request needs it:
+    inside an open-loop chunk no request is built."""
+
+    def __init__(self, messages: dict):
+        self._messages, self._decoded = messages, {}
+
+    def __getitem__(self, name: str):
+        if name not in self._decoded:
+            msg = self._messages[name]
+            self._decoded[name] = fr3.read_image(msg.message() if isinstance(msg, RawImage) else msg)
+        return self._decoded[name]
+
+    def __iter__(self):
+        return iter(self._messages)
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+
+def camera_topics_of(robot: str) -> dict[str, str]:
+    """Camera name -> topic from a robot configuration (the ZED wrapper's topics on the real
+    robot); {} without one (the twin's /cameras/<name>/image_raw)."""
+    if not robot:
+        return {}
+    from indgen_core.robot_config import load_robot_config
+
+    return dict(load_robot_config(robot).cameras)
 
 
 class Tick:
@@ -47,11 +109,21 @@ class BlockEnvPolicyIO:
         self.pub.publish(msg)
 
 
+IMAGE_QOS = {
+    "reliable": LOCKSTEP,
+    "best_effort": QoSProfile(depth=2, reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST),
+}
+
+
 class StampedTickIO:
-    """A tick is complete when its ControlTick and every other part it needs (joint state,
-    cameras, privileged poses...) with the same stamp have arrived, in whatever order DDS
-    delivers them. Subclasses subscribe their parts with `part(msg_type, topic, key)` and turn
-    the parts into an observation in `observation`."""
+    """The parts of one observation (joint state, cameras, privileged poses...) for a tick.
+
+    Lock-step (simulation): a tick is complete when its ControlTick and every other part with
+    the same stamp have arrived, in whatever order DDS delivers them. Wall clock (the real
+    robot: ControlTick.wall_clock): the tick takes the latest sample of each part, provided it
+    came within max_state_age_s (joint states, poses) or max_image_age_s (cameras); otherwise
+    no command is sent, and the runner holds. Subclasses subscribe their parts with
+    `part(msg_type, topic, key)` and turn the parts into an observation in `observation`."""
 
     PENDING = 16  # incomplete ticks kept (older ones can never complete in lock-step)
 
@@ -60,19 +132,32 @@ class StampedTickIO:
         self.on_tick = on_tick
         self.cameras = [c for c in str(node.p.get("cameras", "")).replace(" ", "").split(",") if c]
         self.privileged = bool(node.p.get("privileged", True))
+        self.max_age = {"image": float(node.p.get("max_image_age_s", 1.0)),
+                        "state": float(node.p.get("max_state_age_s", 0.5))}
+        camera_topics = camera_topics_of(node.p.get("robot", ""))
+        image_qos = IMAGE_QOS[node.p.get("image_qos", "reliable")]
         self.pending: collections.OrderedDict[tuple[int, int], dict] = collections.OrderedDict()
+        self.latest: dict[str, tuple[object, float]] = {}
         self.needed: set[str] = set()
         self.part(ControlTick, topics.CONTROL_TICK, "tick")
         if self.privileged:
             self.part(ObjectPoses, topics.OBJECT_POSES, "objects")
         for cam in self.cameras:
-            self.part(Image, topics.camera_topic(cam), f"image/{cam}")
+            self.part(Image, camera_topics.get(cam, topics.camera_topic(cam)), f"image/{cam}", image_qos)
 
-    def part(self, msg_type, topic: str, key: str) -> None:
+    def part(self, msg_type, topic: str, key: str, qos=LOCKSTEP) -> None:
         self.needed.add(key)
-        subscribe(self.node, msg_type, topic, lambda m: self._part(m, key), LOCKSTEP)
+        if msg_type is Image:  # kept serialised until a request needs it (RawImage)
+            subscribe(self.node, Image, topic, lambda data: self._part(RawImage(data), key), qos, raw=True)
+        else:
+            subscribe(self.node, msg_type, topic, lambda m: self._part(m, key), qos)
 
     def _part(self, msg, key: str) -> None:
+        if key == "tick" and msg.wall_clock:
+            self._wall_clock_tick(msg)
+            return
+        if key != "tick":
+            self.latest[key] = (msg, time.monotonic())
         stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec)
         parts = self.pending.setdefault(stamp, {})
         parts[key] = msg
@@ -80,17 +165,34 @@ class StampedTickIO:
             self.pending.popitem(last=False)
         if self.needed <= parts.keys():
             del self.pending[stamp]
-            tick = parts["tick"]
-            try:
-                obs = self.observation(parts)
-                obs["images"] = {c: fr3.read_image(parts[f"image/{c}"]) for c in self.cameras}
-            except fr3.BadCommand as exc:
-                self.node.get_logger().error(f"{tick.trial_id} step {tick.step}: {exc}; no command sent")
+            self._complete(parts)
+
+    def _wall_clock_tick(self, tick) -> None:
+        parts, now = {"tick": tick}, time.monotonic()
+        for key in self.needed - {"tick"}:
+            sample = self.latest.get(key)
+            limit = self.max_age["image" if key.startswith("image/") else "state"]
+            if sample is None or now - sample[1] > limit:
+                age = "never received" if sample is None else f"{now - sample[1]:.2f} s old"
+                self.node.get_logger().warning(f"{tick.trial_id} step {tick.step}: {key} is {age}; no command sent",
+                                               throttle_duration_sec=2.0)
                 return
-            if self.privileged:
-                obs["objects"] = fr3.read_object_poses(parts["objects"])
-                self.privileged_extras(parts["objects"], obs)
-            self.on_tick(Tick(tick.trial_id, tick.step, obs, tick.header.stamp, tick.sequence))
+            parts[key] = sample[0]
+        self._complete(parts)
+
+    def _complete(self, parts: dict) -> None:
+        tick = parts["tick"]
+        try:
+            obs = self.observation(parts)
+            obs["images"] = LazyImages({c: parts[f"image/{c}"] for c in self.cameras})
+        except fr3.BadCommand as exc:
+            self.node.get_logger().error(f"{tick.trial_id} step {tick.step}: {exc}; no command sent",
+                                         throttle_duration_sec=2.0)
+            return
+        if self.privileged:
+            obs["objects"] = fr3.read_object_poses(parts["objects"])
+            self.privileged_extras(parts["objects"], obs)
+        self.on_tick(Tick(tick.trial_id, tick.step, obs, tick.header.stamp, tick.sequence))
 
     def observation(self, parts: dict) -> dict:
         raise NotImplementedError

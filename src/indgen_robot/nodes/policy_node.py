@@ -19,6 +19,12 @@ Parameters:
                            counts as lost (the trial is aborted, the node reconnects)
   cameras (str)            droid: comma-separated cameras a request needs (exterior_1, wrist; "" none)
   privileged (bool)        droid: wait for the simulator's object poses (sim-only state policies)
+  robot (str)              robot configuration whose camera topics to read (config/robots/; "":
+                           the twin's /cameras/<name>/image_raw)
+  image_qos (str)          reliable (default) or best_effort, as the camera driver publishes
+  max_image_age_s, max_state_age_s (float)  on the real robot's wall clock, how old the latest
+                           frame and joint state may be for a tick (older: no command, the runner
+                           holds)
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from rclpy.node import Node
 
 from indgen_core import registry, topics
 from indgen_core.episode import PolicyUnavailable
+from indgen_core.errors import IndGenError
 from indgen_core.nodes import convert
 from indgen_core.nodes.base import LATCHED, declare, one_line, run_node, subscribe
 from indgen_core.specs import BadAction
@@ -45,7 +52,9 @@ class PolicyNode(Node):
         super().__init__("policy_node")
         self.p = declare(self, spec="blockenv", server_uri="ws://127.0.0.1:8000", api_key_file="", action_horizon=0,
                          connect_timeout_s=2.0, reconnect_max_s=5.0, request_timeout_s=30.0, cameras="",
-                         privileged=True)
+                         privileged=True, robot="", image_qos="reliable", max_image_age_s=1.0, max_state_age_s=0.5)
+        if self.p["image_qos"] not in ("reliable", "best_effort"):
+            raise IndGenError(f"image_qos must be reliable or best_effort, got {self.p['image_qos']!r}")
         self.spec = registry.make(registry.SPECS, self.p["spec"])
         if self.p["action_horizon"] > 0:
             self.spec.horizon = int(self.p["action_horizon"])
@@ -68,6 +77,9 @@ class PolicyNode(Node):
         # the status is repeated every second, so a subscriber that saw a stale sample (or a
         # policy node that died) is noticed within a second
         self.create_timer(1.0, self._heartbeat)
+        # a server that dies between two requests (mid-chunk) is noticed within 0.1 s, so the
+        # world holds at once instead of running out the chunk
+        self.create_timer(0.1, self._watch_connection)
         self._last_status = (False, "connecting", None)
         threading.Thread(target=self._connect_loop, name="connect", daemon=True).start()
         threading.Thread(target=self._work, name="infer", daemon=True).start()
@@ -96,6 +108,10 @@ class PolicyNode(Node):
         self._chunk = None
         self._status(False, reason)
         self.get_logger().error(f"{reason}; commanding stopped, reconnecting")
+
+    def _watch_connection(self) -> None:
+        if self._connected.is_set() and not self.client.alive():
+            self._lost(f"the policy server at {self.client.uri} closed the connection")
 
     def _heartbeat(self) -> None:
         self._status(*self._last_status)

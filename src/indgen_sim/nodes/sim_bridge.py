@@ -45,11 +45,13 @@ from indgen_core import paths, registry, topics
 from indgen_core.episode import run_episode
 from indgen_core.errors import IndGenError
 from indgen_core.nodes import convert
-from indgen_core.nodes.base import LATCHED, LOCKSTEP, declare, one_line, run_node, subscribe
+from indgen_core.nodes.base import LATCHED, LOCKSTEP, declare, one_line, run_node, serve, subscribe
+from indgen_core.nodes.world_watch import WorldWatch
 from indgen_core.records import Outcome, TrialResult
 from indgen_core.specs import Spec
 from indgen_msgs.action import RunEpisode
 from indgen_msgs.msg import PolicyStatus, TaskSetup
+from indgen_msgs.srv import PrepareTrial
 
 #: world spec -> the module:class that carries its topics
 IO_ADAPTERS = {
@@ -90,14 +92,11 @@ class SimBridge(Node):
         self.io_node = rclpy.create_node(f"{self.get_name()}_io", context=self.context, use_global_arguments=False)
         self.io = registry.import_target(adapter, "topic adapter")(self.io_node, self.world)
         self.clock_pub = self.io_node.create_publisher(Clock, topics.CLOCK, LOCKSTEP)
-        subscribe(self.io_node, PolicyStatus, topics.POLICY_STATUS, self._on_policy_status, LATCHED)
-        subscribe(self.io_node, TaskSetup, topics.TASK_SETUP, self._on_setup, LATCHED)
+        self.watch = WorldWatch(self.p["policy_silence_s"])
+        subscribe(self.io_node, PolicyStatus, topics.POLICY_STATUS, self.watch.on_policy_status, LATCHED)
+        subscribe(self.io_node, TaskSetup, topics.TASK_SETUP, self.watch.on_setup, LATCHED)
+        serve(self.io_node, PrepareTrial, topics.PREPARE_TRIAL, self._prepare)
         self.sim_time = 0.0
-        self.policy_lost: str | None = None
-        self.lost_since = 0.0
-        self.status_at = 0.0
-        self.current: tuple[str, int] = ("", 0)  # trial id and setup stamp (ns) of the running episode
-        self.moved_on = ""
         self.finished: collections.OrderedDict[tuple[str, int], RunEpisode.Result] = collections.OrderedDict()
         self.server = ActionServer(self, RunEpisode, topics.RUN_EPISODE, execute_callback=self._execute,
                                    goal_callback=lambda goal: GoalResponse.ACCEPT,
@@ -107,19 +106,10 @@ class SimBridge(Node):
     def extra_nodes(self):
         return [self.io_node]
 
-    def _on_policy_status(self, msg: PolicyStatus) -> None:
-        self.status_at = time.monotonic()
-        lost = None if msg.connected else (msg.message[:200] or "policy disconnected")
-        if lost and not self.policy_lost:
-            self.lost_since = time.monotonic()
-        self.policy_lost = lost
-
-    def _on_setup(self, msg: TaskSetup) -> None:
-        # a setup published after the running episode's own: the progression manager gave up on
-        # this episode (its timeout) and moved on, or it was restarted and runs the trial anew
-        stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
-        if self.current[0] and stamp > self.current[1]:
-            self.moved_on = msg.trial_id[:128] or "another trial"
+    @staticmethod
+    def _prepare(request, response):
+        response.ready, response.message = True, "a simulated world resets itself when the episode starts"
+        return response
 
     def _execute(self, goal_handle):
         try:
@@ -140,11 +130,11 @@ class SimBridge(Node):
         if key in self.finished:  # the same goal again (its response was lost): the same result
             goal_handle.succeed()
             return self.finished[key]
-        self.current, self.moved_on = key, ""
+        self.watch.begin(setup.trial_id, stamp)
         try:
             result = self._episode(goal_handle, setup)
         finally:
-            self.current = ("", 0)
+            self.watch.end()
         self.finished[key] = result
         while len(self.finished) > 8:
             self.finished.popitem(last=False)
@@ -180,17 +170,7 @@ class SimBridge(Node):
         def should_abort() -> str | None:
             if goal_handle.is_cancel_requested:
                 return "cancelled by the progression manager"
-            if self.moved_on:
-                return f"the progression manager moved on to {self.moved_on}"
-            # a policy lost during the episode ends it at once; one that is not connected yet
-            # when the episode starts gets action_timeout_s to come up
-            if self.policy_lost and (self.lost_since > started or
-                                     time.monotonic() - started > self.p["action_timeout_s"]):
-                return f"policy lost: {self.policy_lost}"
-            silence = time.monotonic() - self.status_at
-            if self.status_at and silence > self.p["policy_silence_s"]:
-                return f"policy lost: no status from the policy node for {silence:.1f} s"
-            return None
+            return self.watch.reason(started, self.p["action_timeout_s"])
 
         def infer(request):
             step = request["step"]

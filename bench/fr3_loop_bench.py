@@ -1,0 +1,106 @@
+"""The real-robot loop on the wall clock, measured against the MuJoCo stand-in for the FR3.
+
+    .venv/bin/python bench/fr3_loop_bench.py [--seconds 120] [--cameras exterior_1,wrist]
+
+One episode of `--seconds` through the real graph (`indgen launch stack_axis sim:=false
+robot:=mock`): the FR3 runner at 15 Hz, the stand-in with ZED-sized (1280 x 720 bgra8) frames
+at 15 Hz, the policy node, `indgen serve-policy droid_pi05_standin` (pi0.5-DROID's request and
+chunk, no model) and a scripted operator. Prints, from the runner's own timing of that
+episode: tick period p50/p99 and jitter against the nominal 66.7 ms, missed ticks (target 0),
+the latency from a tick to its trajectory segment, and the policy's round trip (tick to
+command), over all ticks and over the ticks that asked the server (every 8th).
+Runs on loopback in its own ROS domain.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+os.environ.setdefault("ROS_DOMAIN_ID", "94")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test" / "helpers"))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=120.0)
+    parser.add_argument("--cameras", default="exterior_1,wrist")
+    parser.add_argument("--camera-hz", type=float, default=15.0)
+    parser.add_argument("--log", type=Path, help="keep the graph's log here")
+    args = parser.parse_args()
+    import rclpy
+    from scripted_operator import ScriptedOperator
+    from servers import free_port
+
+    from indgen_core.store import ResultsStore
+
+    steps = int(args.seconds * 15)
+    with tempfile.TemporaryDirectory() as folder:
+        tmp = Path(folder)
+        campaign = tmp / "bench.yaml"
+        campaign.write_text(yaml.safe_dump({"name": "loop", "axis": "stack", "world": "fr3",
+                                            "policies": ["droid_pi05_standin"], "levels": [0],
+                                            "trials_per_level": 1, "max_steps": steps}))
+        port = free_port()
+        env = dict(os.environ)
+        env.pop("MENAGERIE_ROOT", None)
+        log = (tmp / "launch.log").open("w")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "indgen_core.cli", "launch", "stack_axis", "sim:=false", "robot:=mock",
+             "builtin_fr3:=true", f"camera_hz:={args.camera_hz}", f"port:={port}",
+             f"server_uri:=ws://127.0.0.1:{port}", f"db:={tmp / 'r.sqlite'}", f"report_dir:={tmp / 'rep'}",
+             f"campaign:={campaign}", "campaign_id:=loop", "policy:=droid_pi05_standin", "privileged:=false",
+             f"cameras:={args.cameras}", "allow_uncertified:=true", "override_reason:=benchmark",
+             "episode_timeout_s:=" + str(args.seconds * 3)],
+            stdout=log, stderr=subprocess.STDOUT, env=env)
+        context = rclpy.Context()
+        rclpy.init(context=context, domain_id=int(os.environ["ROS_DOMAIN_ID"]))
+        operator = ScriptedOperator(context, labels=lambda prompt: "failure", end_when_placed=False)
+        t0 = time.monotonic()
+        try:
+            proc.wait(timeout=args.seconds * 3 + 120)
+        finally:
+            operator.close()
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait(30)
+            log.close()
+            if args.log:
+                args.log.write_text((tmp / "launch.log").read_text())
+        if proc.returncode != 0:
+            print((tmp / "launch.log").read_text()[-3000:])
+            return 1
+        with ResultsStore(tmp / "r.sqlite") as store:
+            details = store.result_details("loop")[0][3]
+    t = details["timing"]
+    nominal = 1000 / 15
+    trips = np.array(t["round_trips_ms"])
+    asked = trips[::8]
+    print(f"{t['ticks']} ticks ({t['ticks'] / 15:.0f} s at 15 Hz; run {time.monotonic() - t0:.0f} s with set-up), "
+          f"cameras {args.cameras or 'none'} at {args.camera_hz:g} Hz, 1280 x 720 bgra8")
+    period = t["tick_period_ms"]
+    print(f"tick period: p50 {period['p50']:.2f} ms (x{period['p50'] / nominal:.3f} of nominal {nominal:.1f}), "
+          f"p99 {period['p99']:.2f} ms (x{period['p99'] / nominal:.2f}), max {period['max']:.1f} ms; "
+          f"jitter (std) {t['jitter_ms']:.2f} ms")
+    print(f"missed ticks (no usable command within the timeout): {t['missed_ticks']} (target 0)")
+    print(f"tick -> trajectory segment: p50 {t['command_latency_ms']['p50']:.2f} ms, "
+          f"p99 {t['command_latency_ms']['p99']:.2f} ms")
+    print(f"policy round trip (tick -> command), all ticks: p50 {np.percentile(trips, 50):.2f} ms, "
+          f"p99 {np.percentile(trips, 99):.2f} ms; ticks that asked the server (every 8th): "
+          f"p50 {np.percentile(asked, 50):.2f} ms, p99 {np.percentile(asked, 99):.2f} ms")
+    print(json.dumps({k: v for k, v in t.items() if k != "round_trips_ms"}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

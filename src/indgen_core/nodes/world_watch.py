@@ -1,0 +1,51 @@
+"""What every world node (the sim bridge, the FR3 runner) watches while an episode runs, so
+that both stop an episode for the same reasons: the policy is lost (its node says so, or its
+heartbeat stops), or the progression manager moved on (a task setup newer than the running
+episode's: it gave up on this episode, or it was restarted and runs the trial anew)."""
+
+from __future__ import annotations
+
+import time
+
+
+class WorldWatch:
+    def __init__(self, policy_silence_s: float = 5.0):
+        self.policy_silence_s = policy_silence_s
+        self.policy_lost: str | None = None
+        self.lost_since = 0.0
+        self.status_at = 0.0
+        self.current: tuple[str, int] = ("", 0)  # trial id and setup stamp (ns) of the running episode
+        self.moved_on = ""
+
+    @staticmethod
+    def stamp_ns(stamp) -> int:
+        return stamp.sec * 10**9 + stamp.nanosec
+
+    def on_policy_status(self, msg) -> None:
+        self.status_at = time.monotonic()
+        lost = None if msg.connected else (msg.message[:200] or "policy disconnected")
+        if lost and not self.policy_lost:
+            self.lost_since = time.monotonic()
+        self.policy_lost = lost
+
+    def on_setup(self, msg) -> None:
+        if self.current[0] and self.stamp_ns(msg.header.stamp) > self.current[1]:
+            self.moved_on = msg.trial_id[:128] or "another trial"
+
+    def begin(self, trial_id: str, stamp) -> None:
+        self.current, self.moved_on = (trial_id, self.stamp_ns(stamp)), ""
+
+    def end(self) -> None:
+        self.current = ("", 0)
+
+    def reason(self, started: float, grace_s: float) -> str | None:
+        """Why the episode that started at `started` must stop now (None: it may go on). A
+        policy that is not connected yet when the episode starts gets `grace_s` to come up."""
+        if self.moved_on:
+            return f"the progression manager moved on to {self.moved_on}"
+        if self.policy_lost and (self.lost_since > started or time.monotonic() - started > grace_s):
+            return f"policy lost: {self.policy_lost}"
+        silence = time.monotonic() - self.status_at
+        if self.status_at and silence > self.policy_silence_s:
+            return f"policy lost: no status from the policy node for {silence:.1f} s"
+        return None

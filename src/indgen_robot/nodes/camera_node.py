@@ -1,0 +1,128 @@
+"""camera_node: cameras without a ROS driver, through OpenCV's VideoCapture (a device index,
+a video file or a stream URL), published as sensor_msgs/Image where the policy node reads
+them (the robot configuration's camera topics, else /cameras/<name>/image_raw).
+
+Parameters:
+  sources (str)     name=source pairs, comma-separated: "exterior_1=0,wrist=/dev/video2" or
+                    "exterior_1=rtsp://10.0.0.5/stream" or a file "wrist=/data/wrist.mp4"
+  robot (str)       robot configuration whose camera topics to publish on ("": /cameras/<name>/image_raw)
+  rate_hz (float)   frames published per second and camera (the latest frame each time)
+  width, height (int)  resize to this size (0: as the camera delivers)
+  loop (bool)       start a video file again at its end (tests, demos)
+
+A camera that cannot be opened is one sentence and exit status 2; one that stops delivering
+is reported (throttled) and retried, and publishes nothing meanwhile, so the policy node's
+frame-age check makes the runner hold rather than act on an old frame.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+from indgen_core import topics
+from indgen_core.errors import IndGenError, require
+from indgen_core.nodes.base import LOCKSTEP, declare, run_node
+from indgen_robot.nodes.policy_io import camera_topics_of
+
+
+def parse_sources(text: str) -> dict[str, str]:
+    out = {}
+    for item in str(text).split(","):
+        if not item.strip():
+            continue
+        name, sep, source = item.partition("=")
+        if not sep or not name.strip() or not source.strip():
+            raise IndGenError(f"camera sources are written name=source, got {item.strip()!r}")
+        out[name.strip()] = source.strip()
+    if not out:
+        raise IndGenError("set 'sources', e.g. exterior_1=0,wrist=/dev/video2")
+    return out
+
+
+def bgr_image(frame: np.ndarray, stamp, frame_id: str) -> Image:
+    frame = np.ascontiguousarray(frame, dtype=np.uint8)
+    msg = Image(height=frame.shape[0], width=frame.shape[1], encoding="bgr8", is_bigendian=0,
+                step=frame.shape[1] * 3, data=frame.tobytes())
+    msg.header.stamp, msg.header.frame_id = stamp, frame_id
+    return msg
+
+
+class Camera:
+    def __init__(self, name: str, source: str, size: tuple[int, int], loop: bool, log):
+        cv2 = require("cv2", "all", "camera_node")
+        self.cv2, self.name, self.source, self.size, self.loop, self.log = cv2, name, source, size, loop, log
+        self.capture = cv2.VideoCapture(int(source) if source.isdigit() else source)
+        if not self.capture.isOpened():
+            raise IndGenError(f"camera '{name}': cannot open {source!r} (no such device, file or stream)")
+        self.frame: np.ndarray | None = None
+        self.frames = 0
+        self.lock = threading.Lock()
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            ok, frame = self.capture.read()
+            if not ok and self.loop:
+                self.capture.set(self.cv2.CAP_PROP_POS_FRAMES, 0)
+                ok, frame = self.capture.read()
+            if not ok or frame is None:
+                with self.lock:
+                    self.frame = None
+                self.log.warning(f"camera '{self.name}' ({self.source}) delivers no frames; retrying",
+                                 throttle_duration_sec=5.0)
+                stop.wait(0.5)
+                continue
+            if self.size[0] and self.size[1]:
+                frame = self.cv2.resize(frame, (self.size[1], self.size[0]), interpolation=self.cv2.INTER_AREA)
+            with self.lock:
+                self.frame, self.frames = frame, self.frames + 1
+            if self.loop:  # a file plays at its own speed, not as fast as it decodes
+                stop.wait(1.0 / 30)
+
+    def latest(self) -> np.ndarray | None:
+        with self.lock:
+            frame, self.frame = self.frame, None
+        return frame
+
+
+class CameraNode(Node):
+    def __init__(self):
+        super().__init__("camera_node")
+        self.p = declare(self, sources="", robot="", rate_hz=15.0, width=0, height=0, loop=False)
+        if self.p["rate_hz"] <= 0:
+            raise IndGenError(f"rate_hz must be positive, got {self.p['rate_hz']}")
+        named = camera_topics_of(self.p["robot"])
+        self.stop = threading.Event()
+        self.cameras = {}
+        for name, source in parse_sources(self.p["sources"]).items():
+            camera = Camera(name, source, (self.p["height"], self.p["width"]), self.p["loop"], self.get_logger())
+            topic = named.get(name, topics.camera_topic(name))
+            self.cameras[name] = (camera, self.create_publisher(Image, topic, LOCKSTEP))
+            threading.Thread(target=camera.run, args=(self.stop,), daemon=True, name=f"camera-{name}").start()
+            self.get_logger().info(f"camera '{name}' from {source} on {topic}")
+        self.create_timer(1.0 / self.p["rate_hz"], self._publish)
+
+    def _publish(self) -> None:
+        stamp = self.get_clock().now().to_msg()
+        for name, (camera, pub) in self.cameras.items():
+            frame = camera.latest()
+            if frame is not None:
+                pub.publish(bgr_image(frame, stamp, name))
+
+    def close(self) -> None:
+        self.stop.set()
+        time.sleep(0.05)
+        for camera, _ in self.cameras.values():
+            camera.capture.release()
+
+
+def main() -> int:
+    return run_node(CameraNode)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,161 @@
+"""The real-robot graph, end to end, against the MuJoCo stand-in for the FR3 hardware: the
+progression manager, the FR3 runner on the wall clock, the stand-in behind franka_ros2's and
+ros2_controllers' interfaces with ZED-sized camera frames, the policy node, a policy server,
+the scorer and a scripted person answering every prompt through the console's interfaces."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import graphs
+import numpy as np
+import pytest
+import servers
+import yaml
+from ros_helpers import spin_until
+from scripted_operator import ScriptedOperator
+
+from indgen_core.store import ResultsStore
+
+pytestmark = [pytest.mark.slow, pytest.mark.ros]
+rclpy = pytest.importorskip("rclpy")
+
+
+def campaign(tmp_path, name, policy, purpose="certify", levels=(0, 1), trials=2, max_steps=300):
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({"name": name, "axis": "stack", "world": "fr3", "policies": [policy],
+                                    "levels": list(levels), "trials_per_level": trials, "seed": 3,
+                                    "order": "sequential", "purpose": purpose, "max_steps": max_steps}))
+    return path
+
+
+def launch_mock(tmp_path, *assignments, port=None):
+    port = port or servers.free_port()
+    env = dict(os.environ, INDGEN_ARTIFACTS=str(tmp_path / "artifacts"))
+    env.pop("MENAGERIE_ROOT", None)  # the built-in FR3 renders fast enough for the wall clock here
+    return graphs.launch("stack_axis", "sim:=false", "robot:=mock", "builtin_fr3:=true", "camera_hz:=5",
+                         f"port:={port}", f"server_uri:=ws://127.0.0.1:{port}", f"db:={tmp_path / 'r.sqlite'}",
+                         f"report_dir:={tmp_path / 'reports'}", *assignments, env=env)
+
+
+class StandInWatch:
+    """The stand-in's status (latched JSON) and the joint states it publishes."""
+
+    def __init__(self, context):
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import String
+
+        from indgen_core.nodes.base import LATCHED, LOCKSTEP
+
+        self.node = rclpy.create_node("stand_in_watch", context=context)
+        self.status: dict = {}
+        self.speeds: list[tuple[float, float]] = []  # (monotonic, max |dq|)
+        self.node.create_subscription(String, "/indgen/sim/stand_in/status", self._status, LATCHED)
+        self.node.create_subscription(JointState, "/joint_states", self._joints, LOCKSTEP)
+
+    def _status(self, msg):
+        self.status = json.loads(msg.data)
+
+    def _joints(self, msg):
+        self.speeds.append((time.monotonic(), float(np.max(np.abs(msg.velocity[:7])))))
+
+    def spin(self, seconds):
+        spin_until(self.node, lambda: False, seconds)
+
+
+def test_a_campaign_through_the_real_graph_with_the_oracle_and_a_scripted_operator(tmp_path, ros_context):
+    labels = ["success", ("failure", 40.0, "the block slipped"), "success", "invalid"]
+    operator = ScriptedOperator(ros_context, labels=labels)
+    watch = StandInWatch(ros_context)
+    try:
+        out = graphs.finish(launch_mock(tmp_path, f"campaign:={campaign(tmp_path, 'oracle', 'droid_twin_oracle')}",
+                                        "campaign_id:=oracle", "cameras:=exterior_1,wrist"), timeout=600)
+        watch.spin(1.0)
+        assert watch.status.get("reflexes") == 0, watch.status
+        with ResultsStore(tmp_path / "r.sqlite") as store:
+            rows = store.rows("oracle")
+            assert [(r.level, r.outcome, r.source) for r in rows] == [
+                (0, "success", "operator"), (0, "failure", "operator"), (1, "success", "operator"),
+                (1, "invalid", "operator")]
+            assert rows[1].partial_score == pytest.approx(0.4) and rows[0].partial_score == 1.0
+            details = {t: d for _, _, _, d in store.result_details("oracle") for t in [d.get("note", "")]}
+            assert "the block slipped" in details
+            assert all(d["operator"] == "ada" and d["judged"] is False and d["timing"]["ticks"] > 0
+                       for _, _, _, d in store.result_details("oracle"))
+            assert {c["level"] for c in store.certificates(world="fr3", axis="stack")} == {0, 1}
+        assert (tmp_path / "reports" / "oracle" / "report.html").is_file()
+        assert [k for k, _, ok, _ in operator.answers if ok].count("label") == 4
+        assert "the world is physical" in out
+    finally:
+        operator.close()
+        watch.node.destroy_node()
+
+
+def test_the_pi05_stand_in_gets_exactly_pi05_droids_request_from_zed_sized_bgra8_frames(tmp_path, ros_context):
+    operator = ScriptedOperator(ros_context, labels=lambda prompt: "failure")
+    watch = StandInWatch(ros_context)
+    try:
+        requests = tmp_path / "requests.jsonl"
+        pi = campaign(tmp_path, "pi", "droid_pi05_standin", "evaluate", (0,), 1, 40)
+        graphs.finish(launch_mock(tmp_path, f"campaign:={pi}", "campaign_id:=pi", "policy:=droid_pi05_standin",
+                                  "privileged:=false", "cameras:=exterior_1,wrist", f"record_requests:={requests}",
+                                  "allow_uncertified:=true",
+                                  "override_reason:=test of the request path, not of success"), timeout=300)
+        lines = [json.loads(line) for line in requests.read_text().splitlines()]
+        assert len(lines) >= 40 // 8
+        for line in lines:
+            keys = line["keys"]
+            assert not [k for k in keys if k.startswith("privileged/")]
+            assert keys["observation/exterior_image_1_left"] == ["|u1", [224, 224, 3]]
+            assert keys["observation/wrist_image_left"] == ["|u1", [224, 224, 3]]
+            assert keys["observation/joint_position"][1] == [7] and keys["prompt"] == "str"
+        with ResultsStore(tmp_path / "r.sqlite") as store:
+            assert [r.source for r in store.rows("pi")] == ["operator"]
+        watch.spin(1.0)
+        assert watch.status.get("reflexes") == 0, watch.status
+    finally:
+        operator.close()
+        watch.node.destroy_node()
+
+
+def test_killing_the_policy_server_mid_episode_holds_the_robot_and_the_trial_runs_again(tmp_path, ros_context):
+    import signal
+
+    port = servers.free_port()
+    server = servers.start_server("droid_twin_oracle", port)
+    operator = ScriptedOperator(ros_context, labels=lambda prompt: "success")
+    watch = StandInWatch(ros_context)
+    proc = launch_mock(tmp_path, f"campaign:={campaign(tmp_path, 'k', 'droid_twin_oracle', levels=(0,), trials=1)}",
+                       "campaign_id:=k", "start_policy_server:=false", port=port)
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and not (watch.status.get("trajectories", 0) > 60):
+            watch.spin(0.2)  # the episode is under way once the runner streams segments
+        assert watch.status.get("trajectories", 0) > 60, "the episode never got going"
+        moving = [s for t, s in watch.speeds[-10:]]
+        killed = time.monotonic()
+        server.send_signal(signal.SIGKILL)
+        server.wait()
+        watch.spin(2.5)
+        holds = [t for t in watch.status.get("hold_times", []) if t > killed]
+        assert holds, watch.status
+        assert holds[0] - killed <= 0.1 + 1 / 15 + 0.1, f"first hold {holds[0] - killed:.3f} s after the kill"
+        rest = [t for t, s in watch.speeds if t > killed and s < 0.02]
+        assert rest and rest[0] - killed < 1.5, (moving, watch.speeds[-20:])
+        print(f"first hold {holds[0] - killed:.3f} s after the kill; arm at rest {rest[0] - killed:.3f} s after it")
+        server = servers.start_server("droid_twin_oracle", port)  # back: the trial runs again
+        out = graphs.finish(proc, timeout=300)
+    finally:
+        servers.stop(server)
+        operator.close()
+        watch.node.destroy_node()
+        if proc.poll() is None:
+            proc.kill()
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        rows = store.rows("k")
+        assert rows[0].status == "done" and rows[0].aborted_attempts >= 1
+        reasons = [r["message"] for r in store.events("k")]
+    assert "policy lost" in out and reasons
+    assert watch.status.get("reflexes") == 0
