@@ -81,6 +81,7 @@ setup(
         "pillow>=9",
         "dm-tree>=0.1.8",
         "typing_extensions>=4",
+        "prompt_toolkit>=3.0.40",  # indgen console
     ],
     extras_require=EXTRAS,
     entry_points={
@@ -112,6 +113,7 @@ setup(
             "blockenv = indgen_sim.blockenv.cli:register",
             "twin = indgen_sim.twin.cli:register",
             "libero = indgen_sim.libero.cli:register",
+            "console = indgen_robot.cli:register",
         ],
     },
     zip_safe=False,

@@ -72,6 +72,17 @@ def _services(node, names: list[str]) -> list[tuple[str, str]]:
     return sorted(found)
 
 
+def release_estop(node) -> None:
+    from ros_helpers import call_with_retry
+    from std_srvs.srv import SetBool
+
+    client = node.create_client(SetBool, "/indgen/estop")
+    if spin_until(node, client.service_is_ready, 10):
+        future = call_with_retry(node, lambda: client.call_async(SetBool.Request(data=False)))
+        assert future is not None and future.result().success
+    node.destroy_client(client)
+
+
 def _service_class(type_name: str):
     import importlib
 
@@ -121,6 +132,8 @@ def test_garbage_on_every_subscription_kills_no_node_and_the_campaign_completes(
         for pub in pubs.values():
             node.destroy_publisher(pub)
         assert proc.poll() is None, "the graph stopped while fuzzed"
+        # a fuzzed e-stop holds the world until someone releases it, as it should; the operator does
+        release_estop(node)
         server = servers.start_server(policy, port)  # now the campaign can run
         out = graphs.finish(proc, timeout=600)
     finally:

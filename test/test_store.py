@@ -157,3 +157,37 @@ os.kill(os.getpid(), 9)
         n = store._db.execute("SELECT COUNT(*) FROM results WHERE campaign_id=?", (record.id,)).fetchone()[0]
         assert n == 0
     assert sqlite3.connect(db).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_operator_labels_relabels_redos_and_skips_are_kept_as_history(toy):
+    from indgen_core.records import Source
+
+    with ResultsStore(toy / "r.sqlite") as store:
+        cid = toy_setup.plan_toy(store, toy).id
+        trials = [t.trial_id for t in store.planned_trials(cid)][:3]
+        who = {"operator": "ada", "note": ""}
+        redo = TrialResult(trials[0], Outcome.SUPERSEDED, "redo requested by ada", source=Source.OPERATOR,
+                           details={**who, "label": "superseded"})
+        assert store.commit_result(cid, redo) is False  # the trial runs again
+        assert trials[0] in [t.trial_id for t in store.pending_trials(cid)]
+        label = TrialResult(trials[0], Outcome.FAILURE, "labelled failure by ada", 0.4, source=Source.OPERATOR,
+                            details={**who, "note": "slipped"})
+        assert store.commit_result(cid, label) is True
+        assert store.relabel(cid, trials[0], Outcome.SUCCESS, 1.0, "ada", "looked again", ref="r1") == "failure"
+        assert store.relabel(cid, trials[0], Outcome.SUCCESS, 1.0, "ada", "looked again", ref="r1") == "failure"
+        skip = TrialResult(trials[1], Outcome.SKIPPED, "skipped by ada", source=Source.OPERATOR, details=who)
+        assert store.commit_result(cid, skip) is True
+        rows = {r.trial_id: r for r in store.rows(cid)}
+        assert (rows[trials[0]].outcome, rows[trials[0]].partial_score) == ("success", 1.0)
+        assert rows[trials[1]].status == "skipped" and rows[trials[1]].outcome is None
+        assert [(h["kind"], h["outcome"], h["previous"]) for h in store.label_history(cid)] == [
+            ("superseded", "superseded", ""), ("label", "failure", ""), ("relabel", "success", "failure")]
+        with pytest.raises(StoreError, match="no result to relabel"):
+            store.relabel(cid, trials[2], Outcome.SUCCESS, 1.0, "ada", "")
+        with pytest.raises(StoreError, match="success, failure or invalid"):
+            store.relabel(cid, trials[0], Outcome.ABORTED, 0.0, "ada", "")
+        counts = store.operator_counts(cid)
+        level = rows[trials[0]].level
+        c = counts[(rows[trials[0]].policy, level)]
+        assert (c["labelled"], c["relabelled"], c["redone"]) == (1, 1, 1)
+        assert store.counts(cid)[(rows[trials[0]].policy, level)]["aborted"] == 0  # a redo is not an abort

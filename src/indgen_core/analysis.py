@@ -42,6 +42,8 @@ class CampaignSummary:
     #: (policy, level) -> {check: times true} over scored results, for the yes/no checks a
     #: world reports in its details (LIBERO: libero_success beside IndGen's strict_success)
     checks: dict[tuple[str, int], dict[str, int]] = field(default_factory=dict)
+    #: (policy, level) -> what the person did (store.operator_counts), for campaigns with labels
+    operator: dict[tuple[str, int], dict[str, int]] = field(default_factory=dict)
 
     @property
     def black_box(self) -> bool:
@@ -93,4 +95,7 @@ def summarize(store: ResultsStore, campaign_id: str, confidence: float = stats.D
             entry["n"] += 1
             for k, v in flags.items():
                 entry[k] = entry.get(k, 0) + int(v)
-    return CampaignSummary(record, curves, comparisons, invalid, threshold, checks)
+    operator = store.operator_counts(campaign_id)
+    if not any(c["labelled"] or c["skipped"] or c["redone"] for c in operator.values()):
+        operator = {}
+    return CampaignSummary(record, curves, comparisons, invalid, threshold, checks, operator)

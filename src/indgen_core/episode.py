@@ -24,9 +24,11 @@ class PolicyUnavailable(Exception):
 
 def run_episode(world: World, infer: Infer, spec: Spec, setup: TaskSetup,
                 on_step: Callable[[int, int], None] | None = None,
-                on_reset: Callable[[dict[str, Any]], None] | None = None) -> TrialResult:
-    """Reset, then ask and step until done or the step limit; `on_reset` sees the first
-    observation (a level image for the report), `on_step` the progress."""
+                on_reset: Callable[[dict[str, Any]], None] | None = None,
+                should_end: Callable[[], bool] | None = None) -> TrialResult:
+    """Reset, then ask and step until done, the step limit, or `should_end()` (a person ended
+    the episode early: it is judged as it stands); `on_reset` sees the first observation (a
+    level image for the report), `on_step` the progress."""
     wall0 = time.monotonic()
     max_steps = world.max_steps(setup)
 
@@ -44,7 +46,11 @@ def run_episode(world: World, infer: Infer, spec: Spec, setup: TaskSetup,
     queue: list = []
     step = 0
     done = False
+    ended = False
     while step < max_steps and not done:
+        if should_end is not None and should_end():
+            ended = True
+            break
         if not queue:
             try:
                 queue = spec.actions(infer(spec.request(obs, setup, step)))[: spec.horizon]
@@ -64,5 +70,8 @@ def run_episode(world: World, infer: Infer, spec: Spec, setup: TaskSetup,
         return result(ev.outcome, ev.reason, step, ev.partial_score, ev.details)
     if ev.outcome is Outcome.INVALID:
         return result(Outcome.INVALID, ev.reason, step, ev.partial_score, ev.details)
+    if ended:
+        return result(Outcome.FAILURE, f"ended by the operator after {step} steps: {ev.reason}", step,
+                      ev.partial_score, ev.details)
     return result(Outcome.FAILURE, f"step limit {max_steps} reached: {ev.reason}", step, ev.partial_score,
                   ev.details)

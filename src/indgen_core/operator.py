@@ -20,12 +20,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 # the numbers of indgen_msgs/OperatorPrompt.KIND_* and OperatorAck.Request.RESPONSE_*
-SETUP, LABEL, INFO = 0, 1, 2
-DONE, SUCCESS, FAILURE, INVALID, SKIP, ABORT = 0, 1, 2, 3, 4, 5
+SETUP, LABEL, INFO, PAUSED = 0, 1, 2, 3
+DONE, SUCCESS, FAILURE, INVALID, SKIP, ABORT, REDO, PAUSE, RESUME, RELABEL = range(10)
 OPERATE, WATCH = 0, 1
 RESPONSE_NAMES = {DONE: "done", SUCCESS: "success", FAILURE: "failure", INVALID: "invalid", SKIP: "skip",
-                  ABORT: "abort"}
-ACCEPTS = {SETUP: (DONE, SKIP, ABORT), LABEL: (SUCCESS, FAILURE, INVALID, ABORT), INFO: ()}
+                  ABORT: "abort", REDO: "redo", PAUSE: "pause", RESUME: "resume", RELABEL: "relabel"}
+ACCEPTS = {SETUP: (DONE, SKIP, ABORT), LABEL: (SUCCESS, FAILURE, INVALID, REDO, ABORT), INFO: (),
+           PAUSED: (RESUME, ABORT)}
+#: requests that need no open prompt, only a registered operating console
+CONTROLS = (PAUSE, RELABEL)
+LABELS = (SUCCESS, FAILURE, INVALID)
 MAX_CONSOLES = 16
 
 
@@ -97,16 +101,32 @@ class OperatorDesk:
             self.prompt = None
             self._answered.notify_all()
 
+    def _refusal(self, console_id: str, session: str) -> str | None:
+        console = self.consoles.get(str(console_id))
+        if console is None or not hmac.compare_digest(console.session.encode(), str(session).encode()):
+            return "answers are accepted only from a console registered on /indgen/operator_register; nothing changed"
+        if console.role != OPERATE:
+            return "this console only watches; nothing changed"
+        return None
+
+    def control(self, response: int, console_id: str, session: str) -> tuple[bool, str, str]:
+        """A request that needs no open prompt (pause, relabel): (allowed, refusal, operator)."""
+        with self._lock:
+            refusal = self._refusal(console_id, session)
+            if refusal:
+                return False, refusal, ""
+            if response not in CONTROLS:
+                return False, f"response {response} needs an open prompt; nothing changed", ""
+            return True, "", self.consoles[str(console_id)].operator
+
     def answer(self, prompt_id: str, response: int, console_id: str, session: str, note: str = "",
                partial_score: float = -1.0) -> tuple[bool, str, Answer | None]:
         """(accepted, one sentence, the answer when accepted)."""
         with self._lock:
-            console = self.consoles.get(str(console_id))
-            if console is None or not hmac.compare_digest(console.session.encode(), str(session).encode()):
-                return False, ("answers are accepted only from a console registered on /indgen/operator_register; "
-                               "nothing changed"), None
-            if console.role != OPERATE:
-                return False, "this console only watches; nothing changed", None
+            refusal = self._refusal(console_id, session)
+            if refusal:
+                return False, refusal, None
+            console = self.consoles[str(console_id)]
             prompt = self.prompt
             if prompt is None or prompt_id != prompt.prompt_id:
                 return False, (f"no open prompt '{str(prompt_id)[:40]}' (answered already, or stale); "

@@ -23,16 +23,20 @@ class Outcome(enum.IntEnum):
     TIMEOUT = 2
     ABORTED = 3
     INVALID = 4
+    #: the operator skipped the trial (recorded, not scored, not run again)
+    SKIPPED = 5
+    #: the operator asked for a redo: this attempt is kept, the trial runs again
+    SUPERSEDED = 6
 
     @property
     def scored(self) -> bool:
-        """Counts in a success rate (success, failure, timeout); aborted and invalid do not."""
+        """Counts in a success rate (success, failure, timeout); the others do not."""
         return self in (Outcome.SUCCESS, Outcome.FAILURE, Outcome.TIMEOUT)
 
     @property
     def final(self) -> bool:
-        """Ends the trial; an aborted trial is run again."""
-        return self is not Outcome.ABORTED
+        """Ends the trial; an aborted or superseded attempt is run again."""
+        return self not in (Outcome.ABORTED, Outcome.SUPERSEDED)
 
     @classmethod
     def parse(cls, text: str | int | Outcome) -> Outcome:

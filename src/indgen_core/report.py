@@ -88,6 +88,7 @@ def summary_json(summaries: Sequence[CampaignSummary]) -> dict[str, Any]:
             "comparisons": [{"a": a, "b": b, "level": cmp.level, "difference": cmp.difference,
                              "ci": list(cmp.interval), "p_value": cmp.p_value} for a, b, cmp in s.comparisons],
             "invalid_trials": s.invalid,
+            "operator": [{"policy": p, "level": k, **c} for (p, k), c in sorted(s.operator.items())],
         })
     return {"campaigns": out}
 
@@ -142,6 +143,16 @@ def markdown(summaries: Sequence[CampaignSummary], plot_names: Sequence[str], im
             for (policy, level), entry in sorted(s.checks.items()):
                 lines.append(f"| {policy} | {level} | {entry['n']} | " +
                              " | ".join(str(entry.get(k, 0)) for k in names) + " |")
+            lines.append("")
+        if s.operator:
+            names = ("labelled", "relabelled", "redone", "skipped", "invalid", "disagreements")
+            lines += ["### The operator's labels per level", "",
+                      "(relabelled: the newest label counts, the old ones are in the store's history; redone: "
+                      "attempts kept as superseded; disagreements: labels that differ from the simulator's own "
+                      "check, in rehearsal)", "",
+                      "| policy | k | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+            for (policy, level), entry in sorted(s.operator.items()):
+                lines.append(f"| {policy} | {level} | " + " | ".join(str(entry[n]) for n in names) + " |")
             lines.append("")
         if s.invalid:
             lines += ["### Invalid setups (not scored)", ""]
@@ -254,3 +265,6 @@ def print_table(summaries: Sequence[CampaignSummary], console=None) -> None:
             console.print(f"  [yellow]uncertified levels scored by override:[/] {s.record.override_reason}")
         if s.invalid:
             console.print(f"  invalid setups (not scored): {len(s.invalid)}")
+        if s.operator:
+            totals = {k: sum(c[k] for c in s.operator.values()) for k in next(iter(s.operator.values()))}
+            console.print("  operator: " + ", ".join(f"{v} {k}" for k, v in totals.items()))

@@ -26,6 +26,11 @@ class TooManyAborts(IndGenError):
     pass
 
 
+class StopCampaign(Exception):
+    """Raised by an executor to stop the campaign at once, recording nothing for the trial
+    at hand (the operator stopped it): the campaign resumes from the store later."""
+
+
 @dataclass
 class RunSummary:
     campaign_id: str
@@ -86,7 +91,10 @@ def run_campaign(store: ResultsStore, campaign_id: str, execute: Executor, progr
         if trial is None:
             break
         setup = campaign_mod.setup_for(record, trial)
-        result = execute(setup)
+        try:
+            result = execute(setup)
+        except StopCampaign:
+            break
         if result.trial_id != trial.trial_id:
             raise IndGenError(f"executor answered trial '{result.trial_id}' for '{trial.trial_id}'")
         final = commit(result)
@@ -98,6 +106,8 @@ def run_campaign(store: ResultsStore, campaign_id: str, execute: Executor, progr
         if final:
             summary.ran += 1
             aborts = 0
+            continue
+        if result.outcome is Outcome.SUPERSEDED:  # the operator's redo: run it again at once
             continue
         summary.aborted_attempts += 1
         aborts += 1

@@ -109,6 +109,19 @@ CREATE TABLE IF NOT EXISTS certificates (
     created_at REAL NOT NULL,
     PRIMARY KEY (key, campaign_id, policy)
 );
+CREATE TABLE IF NOT EXISTS labels (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    campaign_id TEXT NOT NULL,
+    trial_id TEXT NOT NULL,
+    kind TEXT NOT NULL,            -- label | relabel | superseded
+    outcome TEXT NOT NULL,
+    partial_score REAL NOT NULL,
+    operator TEXT NOT NULL,
+    note TEXT NOT NULL,
+    previous TEXT NOT NULL DEFAULT '',  -- relabel: the outcome it replaced
+    ref TEXT NOT NULL DEFAULT '',       -- relabel: its id, so a resent relabel counts once
+    at REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS campaign_keys (
     campaign_id TEXT PRIMARY KEY REFERENCES campaigns(id),
     key BLOB NOT NULL
@@ -327,8 +340,10 @@ class ResultsStore:
 
     def commit_result(self, campaign_id: str, result: TrialResult) -> bool:
         """Record one episode's result atomically. Returns True when it is the trial's final
-        result; an aborted attempt is recorded and leaves the trial pending (it runs again).
-        A second final result for the same trial raises DuplicateResult and changes nothing."""
+        result; an aborted (or, on the operator's redo, superseded) attempt is recorded and
+        leaves the trial pending (it runs again); a skipped one marks the trial skipped. An
+        operator's label goes into the label history in the same transaction. A second final
+        result for the same trial raises DuplicateResult and changes nothing."""
         outcome = Outcome.parse(result.outcome)
         now = time.time()
         with self._tx() as db:
@@ -341,8 +356,16 @@ class ResultsStore:
                                       "the new one was not counted")
             db.execute("INSERT INTO attempts (campaign_id, trial_id, outcome, reason, recorded_at) VALUES (?,?,?,?,?)",
                        (campaign_id, result.trial_id, outcome.name.lower(), result.reason, now))
+            if outcome is Outcome.SUPERSEDED:
+                self._label(db, campaign_id, result, "superseded", now)
             if not outcome.final:
                 return False
+            if outcome is Outcome.SKIPPED:
+                db.execute("UPDATE trials SET status='skipped', skip_reason=? WHERE campaign_id=? AND trial_id=?",
+                           (result.reason, campaign_id, result.trial_id))
+                return True
+            if Source(result.source) is Source.OPERATOR:
+                self._label(db, campaign_id, result, "label", now)
             db.execute(
                 "INSERT INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (campaign_id, result.trial_id, outcome.name.lower(), result.reason, float(result.partial_score),
@@ -358,6 +381,55 @@ class ResultsStore:
                             result.trial_id))
             db.execute("UPDATE campaigns SET updated_at=? WHERE id=?", (now, campaign_id))
         return True
+
+    @staticmethod
+    def _label(db, campaign_id: str, result: TrialResult, kind: str, now: float, previous: str = "") -> None:
+        details = result.details or {}
+        outcome = details.get("label", Outcome.parse(result.outcome).name.lower()) if kind == "superseded" else \
+            Outcome.parse(result.outcome).name.lower()
+        db.execute("INSERT INTO labels (campaign_id, trial_id, kind, outcome, partial_score, operator, note, previous, "
+                   "at) VALUES (?,?,?,?,?,?,?,?,?)",
+                   (campaign_id, result.trial_id, kind, outcome, float(result.partial_score),
+                    str(details.get("operator", "")), str(details.get("note", "")), previous, now))
+
+    def relabel(self, campaign_id: str, trial_id: str, outcome: Outcome, partial_score: float, operator: str,
+                note: str, ref: str = "") -> str:
+        """A new operator label for a trial that has its final result: the result takes it,
+        the old label stays in the history. Returns the outcome it replaced. A relabel whose
+        `ref` is already in the history (the same request resent) changes nothing."""
+        outcome = Outcome.parse(outcome)
+        if outcome not in (Outcome.SUCCESS, Outcome.FAILURE, Outcome.INVALID):
+            raise StoreError(f"a relabel is success, failure or invalid, not {outcome.name.lower()}")
+        now = time.time()
+        with self._tx() as db:
+            if ref:
+                seen = db.execute("SELECT previous FROM labels WHERE campaign_id=? AND ref=?",
+                                  (campaign_id, ref)).fetchone()
+                if seen is not None:
+                    return seen["previous"]
+            row = db.execute("SELECT outcome FROM results WHERE campaign_id=? AND trial_id=?",
+                             (campaign_id, trial_id)).fetchone()
+            if row is None:
+                raise StoreError(f"trial '{trial_id}' of campaign '{campaign_id}' has no result to relabel")
+            reason = f"relabelled {outcome.name.lower()} by {operator or 'the operator'}"
+            reason += f": {note}" if note else ""
+            db.execute("UPDATE results SET outcome=?, partial_score=?, reason=?, source='operator' WHERE "
+                       "campaign_id=? AND trial_id=?", (outcome.name.lower(), float(partial_score), reason,
+                                                       campaign_id, trial_id))
+            db.execute("INSERT INTO labels (campaign_id, trial_id, kind, outcome, partial_score, operator, note, "
+                       "previous, ref, at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                       (campaign_id, trial_id, "relabel", outcome.name.lower(), float(partial_score), operator,
+                        note, row["outcome"], ref, now))
+            db.execute("UPDATE campaigns SET updated_at=? WHERE id=?", (now, campaign_id))
+        return row["outcome"]
+
+    def label_history(self, campaign_id: str, trial_id: str | None = None) -> list[dict[str, Any]]:
+        """Every label, relabel and superseded label, oldest first."""
+        q, args = "SELECT * FROM labels WHERE campaign_id=?", [campaign_id]
+        if trial_id is not None:
+            q += " AND trial_id=?"
+            args.append(trial_id)
+        return [dict(r) for r in self._db.execute(q + " ORDER BY id", args)]
 
     def attempt_count(self, campaign_id: str, trial_id: str) -> int:
         """How many results (aborted ones included) were recorded for a trial."""
@@ -401,6 +473,43 @@ class ResultsStore:
             else:
                 c[row.outcome] += 1
         return out
+
+    def operator_counts(self, campaign_id: str) -> dict[tuple[str, int], dict[str, int]]:
+        """(policy, level) -> what the person did: trials labelled, relabelled, redone (a
+        superseded attempt), skipped, invalid, and labels that disagree with the world's own
+        check (rehearsal in sim)."""
+        out: dict[tuple[str, int], dict[str, int]] = {}
+        trials = {t.trial_id: (t.policy, t.level) for t in self.planned_trials(campaign_id)}
+        for key in set(trials.values()):
+            out[key] = dict.fromkeys(("labelled", "relabelled", "redone", "skipped", "invalid", "disagreements"), 0)
+        relabelled: set[str] = set()
+        for row in self.label_history(campaign_id):
+            c = out[trials[row["trial_id"]]]
+            if row["kind"] == "label":
+                c["labelled"] += 1
+            elif row["kind"] == "superseded":
+                c["redone"] += 1
+            elif row["trial_id"] not in relabelled:
+                relabelled.add(row["trial_id"])
+                c["relabelled"] += 1
+        for row in self.rows(campaign_id):
+            c = out[(row.policy, row.level)]
+            c["skipped"] += row.status == "skipped"
+            c["invalid"] += row.outcome == "invalid"
+        query = "SELECT trial_id, outcome, details_json FROM results WHERE campaign_id=? AND source='operator'"
+        for trial_id, outcome, details in self._db.execute(query, (campaign_id,)):
+            auto = json.loads(details or "{}").get("auto_outcome")
+            if auto and auto != outcome:
+                out[trials[trial_id]]["disagreements"] += 1
+        return out
+
+    def level_image(self, axis: str, level: int) -> str | None:
+        """The newest level image of this axis and level in any campaign (the twin's, for a
+        person building the real scene), or None."""
+        row = self._db.execute(
+            "SELECT a.path FROM artifacts a JOIN campaigns c ON c.id=a.campaign_id WHERE a.kind='level_image' "
+            "AND c.axis=? AND a.level=? ORDER BY a.id DESC LIMIT 1", (axis, level)).fetchone()
+        return row[0] if row else None
 
     # -- artifacts, certificates, events -----------------------------------------------------
     def add_artifact(self, campaign_id: str, kind: str, path: str, trial_id: str = "", level: int | None = None):

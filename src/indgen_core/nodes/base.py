@@ -37,6 +37,10 @@ EXIT_GRACE_S = 10.0
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 #: every message delivered, in order (results must never be dropped)
 RELIABLE = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
+#: per-level scores: every one delivered, and the last of each level kept for late joiners (a
+#: console started in the middle of a campaign sees the whole table)
+LEVEL_SCORES = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE,
+                          durability=DurabilityPolicy.TRANSIENT_LOCAL, history=HistoryPolicy.KEEP_LAST)
 #: lock-step observations and actions: reliable, small queue
 LOCKSTEP = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
 

@@ -38,7 +38,6 @@ Parameters:
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import threading
 import time
 from pathlib import Path
@@ -53,7 +52,8 @@ from indgen_core.campaign import load_campaign_config, plan_campaign
 from indgen_core.errors import IndGenError
 from indgen_core.nodes import convert
 from indgen_core.nodes.base import LATCHED, RELIABLE, declare, run_node, serve
-from indgen_core.records import Outcome, Source, TrialResult
+from indgen_core.nodes.operator_flow import OperatorFlow
+from indgen_core.records import Outcome, TrialResult
 from indgen_core.records import TaskSetup as SetupRecord
 from indgen_core.runner import run_campaign
 from indgen_core.store import ResultsStore
@@ -82,11 +82,11 @@ class ProgressionManager(Node):
         self.register_srv = serve(self, OperatorRegister, topics.OPERATOR_REGISTER, self._on_register,
                                   callback_group=self.group)
         self.prepare_client = self.create_client(PrepareTrial, topics.PREPARE_TRIAL, callback_group=self.group)
-        self.desk = operator.OperatorDesk()
         self._world_needs_operator = False
         self._open_prompt = OperatorPrompt()
         self._last_feedback = 0.0
         self._stop = threading.Event()
+        self.flow = OperatorFlow(self)
         self._current: SetupRecord | None = None
         self._goal = None
         self._done = 0
@@ -147,6 +147,8 @@ class ProgressionManager(Node):
 
     # -- the campaign loop (its own thread; the executor keeps spinning callbacks) --------------
     def _run(self) -> None:
+        if self.p["wait_for_operator"]:
+            self.get_logger().info("a person answers every prompt: run `indgen console` in another terminal")
         try:
             self._status(CampaignStatus.STATE_RUNNING, "started")
             summary = run_campaign(self.store, self.record.id, self._execute, progress=self._progress,
@@ -166,20 +168,33 @@ class ProgressionManager(Node):
                 self.request_exit(0)
         else:
             self._status(CampaignStatus.STATE_CANCELLED, f"stopped with {summary.remaining} trials pending")
+            if self.flow.stopped_by and self.p["exit_when_done"]:
+                self.get_logger().info(f"campaign {self.record.id} stopped by {self.flow.stopped_by} with "
+                                       f"{summary.remaining} trials pending; launch it again with campaign_id:="
+                                       f"{self.record.id} to resume")
+                time.sleep(1.0)
+                self.request_exit(0)
 
     def _execute(self, setup: SetupRecord) -> TrialResult:
         self._current = setup
         now = self.get_clock().now().to_msg()
         self.setup_pub.publish(convert.setup_to_msg(setup, now))
+        self.flow.before_trial(setup)
         ready, message = self._prepare(setup)
         if not ready:
             return TrialResult(setup.trial_id, Outcome.ABORTED, f"the world is not ready: {message}")
-        if (setup.operator_instruction or self._with_operator) and not self._prompt_operator(setup):
-            return TrialResult(setup.trial_id, Outcome.ABORTED, "operator skipped or aborted the setup")
+        if self._with_operator:
+            skipped = self.flow.setup_prompt(setup)
+            if skipped is not None:
+                self.flow.after_trial(setup, skipped)
+                return skipped
+        elif setup.operator_instruction:
+            self.publish_prompt(None, trial=setup)
         self._status(CampaignStatus.STATE_RUNNING, f"running {setup.trial_id}")
         result = self._run_episode(setup)
         if result.outcome.final and (result.details.get("judged") is False or self.p["operator_labels"]):
-            result = self._label(setup, result)
+            result = self.flow.label(setup, result)
+        self.flow.after_trial(setup, result)
         return result
 
     def _run_episode(self, setup: SetupRecord) -> TrialResult:
@@ -243,65 +258,64 @@ class ProgressionManager(Node):
         raise IndGenError(f"the scorer did not commit trial {result.trial_id} within {self.p['commit_timeout_s']} s "
                           f"(is the scorer node running with db={self.store.path}?)")
 
-    # -- operator -------------------------------------------------------------------------------
-    def _publish_prompt(self, prompt: operator.Prompt | None, kind: int = operator.INFO, text: str = "",
-                        trial: SetupRecord | None = None) -> None:
-        msg = OperatorPrompt(kind=kind, text=text, campaign_id=self.record.id)
+    # -- operator (operator_flow.py) ---------------------------------------------------------------
+    def publish_prompt(self, prompt: operator.Prompt | None, trial: SetupRecord | None = None, **extra) -> None:
+        msg = OperatorPrompt(kind=operator.INFO, campaign_id=self.record.id)
         if prompt is not None:
             msg = OperatorPrompt(kind=prompt.kind, prompt_id=prompt.prompt_id, campaign_id=prompt.campaign_id,
                                  trial_id=prompt.trial_id, level=prompt.level, text=prompt.text,
-                                 choices=prompt.choices)
+                                 choices=prompt.choices, **extra)
         elif trial is not None:
             msg.trial_id, msg.level = trial.trial_id, trial.level
         msg.header = self._header()
         self._open_prompt = msg
         self.prompt_pub.publish(msg)
 
-    def _ask(self, kind: int, setup: SetupRecord, text: str) -> operator.Answer | None:
-        """Open a prompt and wait for its answer (None when the campaign is stopping)."""
-        prompt = self.desk.open(operator.Prompt(kind, setup.trial_id, setup.level, text, self.record.id))
-        self._publish_prompt(prompt)
-        self._status(CampaignStatus.STATE_WAITING, f"waiting for the operator: {text}")
-        answer = self.desk.wait(self._stop.is_set)
-        self._publish_prompt(None, text="", trial=setup)
-        if answer is not None and answer.response == operator.ABORT:
-            self.get_logger().warning(f"the operator ({answer.operator or 'unnamed'}) stopped the campaign")
-            self._stop.set()
-        return answer
-
     @property
     def _with_operator(self) -> bool:
         return self.p["wait_for_operator"] or self._world_needs_operator
 
-    def _prompt_operator(self, setup: SetupRecord) -> bool:
-        if not self._with_operator:
-            self._publish_prompt(None, text=setup.operator_instruction, trial=setup)
-            return True
-        answer = self._ask(operator.SETUP, setup, setup.operator_instruction)
-        return answer is not None and answer.response == operator.DONE
+    def set_status_waiting(self, message: str) -> None:
+        self._status(CampaignStatus.STATE_WAITING, message)
 
-    def _label(self, setup: SetupRecord, result: TrialResult) -> TrialResult:
-        """The person's label for an episode the world did not judge (the real robot), or in
-        operator mode for every episode (the twin's own verdict kept beside it)."""
-        judged = result.details.get("judged", True)
-        own = f"; the world's own check says {result.outcome.name.lower()}" if judged else ""
-        text = (f"Label trial {setup.trial_id} (level {setup.level}): success, failure or invalid setup; a "
-                f"partial score 0-100 is optional{own}.")
-        answer = self._ask(operator.LABEL, setup, text)
-        if answer is None or answer.response == operator.ABORT:
-            return TrialResult(setup.trial_id, Outcome.ABORTED, "not labelled (the campaign was stopped)",
-                               steps=result.steps, wall_time_s=result.wall_time_s, details=result.details)
-        outcome = {operator.SUCCESS: Outcome.SUCCESS, operator.FAILURE: Outcome.FAILURE,
-                   operator.INVALID: Outcome.INVALID}[answer.response]
-        score = answer.partial_score / 100 if answer.partial_score >= 0 else float(outcome is Outcome.SUCCESS)
-        details = {**result.details, "operator": answer.operator, "note": answer.note, "labelled_at": answer.at,
-                   "console": answer.console_id}
-        if judged:
-            details["auto_outcome"] = result.outcome.name.lower()
-        reason = f"labelled {answer.name} by {answer.operator or 'the operator'}" + (
-            f": {answer.note}" if answer.note else "")
-        return dataclasses.replace(result, outcome=outcome, reason=reason, partial_score=score,
-                                   source=Source.OPERATOR, details=details)
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    @property
+    def log(self):
+        return self.get_logger()
+
+    def hand_over_relabel(self, result: TrialResult, row) -> None:
+        """Publish an operator's relabel (signed) until the scorer has it in the store."""
+        setup = SetupRecord(campaign_id=self.record.id, trial_id=row.trial_id, world=self.record.world,
+                            axis=self.record.axis, level=row.level, in_distribution=False, parameters=(),
+                            trial_index=row.trial_index, seed=row.seed, policy=row.policy)
+        msg = convert.result_to_msg(result, setup, self.get_clock().now().to_msg())
+        msg.relabel = True
+        convert.sign(msg, self.key)
+        deadline = time.monotonic() + self.p["commit_timeout_s"]
+        while time.monotonic() < deadline:
+            self.result_pub.publish(msg)
+            if self.flow.wait_committed(result.details["relabel_id"], 1.0):
+                self.get_logger().info(f"{row.trial_id}: {result.reason}")
+                return
+        self.get_logger().error(f"the relabel of {row.trial_id} was not committed within "
+                                f"{self.p['commit_timeout_s']} s")
+
+    def _on_register(self, request, response):
+        accepted, message, session = self.flow.desk.register(request.console_id, request.operator_name,
+                                                             request.role)
+        response.accepted, response.message, response.session = accepted, message, session
+        if accepted:
+            role = "operate" if request.role == operator.OPERATE else "watch"
+            who = self.flow.desk.consoles[str(request.console_id)].operator
+            self.get_logger().info(f"console {str(request.console_id)!r} ({who or 'unnamed'!r}) registered to {role}")
+            response.campaign_id = self.record.id
+            response.prompt = self._open_prompt if self.flow.desk.prompt is not None else OperatorPrompt()
+        return response
+
+    def _on_ack(self, request, response):
+        return self.flow.on_ack(request, response)
 
     def _prepare(self, setup: SetupRecord) -> tuple[bool, str]:
         """Ask the world to get ready (the real robot: reset pose) before the person builds
@@ -321,24 +335,6 @@ class ProgressionManager(Node):
             self.get_logger().info("the world is physical: every scene waits for the operator, every episode is "
                                    "labelled (run `indgen console` in another terminal)")
         return bool(response.ready), response.message
-
-    def _on_register(self, request, response):
-        accepted, message, session = self.desk.register(request.console_id, request.operator_name, request.role)
-        response.accepted, response.message, response.session = accepted, message, session
-        if accepted:
-            role = "operate" if request.role == operator.OPERATE else "watch"
-            self.get_logger().info(f"console {str(request.console_id)!r} "
-                                   f"({self.desk.consoles[str(request.console_id)].operator or 'unnamed'!r}) "
-                                   f"registered to {role}")
-            response.campaign_id = self.record.id
-            response.prompt = self._open_prompt if self.desk.prompt is not None else OperatorPrompt()
-        return response
-
-    def _on_ack(self, request, response):
-        response.accepted, response.message, _ = self.desk.answer(
-            request.prompt_id, request.response, request.console_id, request.session, request.note,
-            request.partial_score)
-        return response
 
     # -- status ---------------------------------------------------------------------------------
     def _feedback(self, feedback) -> None:

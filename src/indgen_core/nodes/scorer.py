@@ -28,7 +28,7 @@ from indgen_core import paths, topics
 from indgen_core.analysis import summarize
 from indgen_core.errors import IndGenError
 from indgen_core.nodes import convert
-from indgen_core.nodes.base import LATCHED, RELIABLE, declare, run_node, subscribe
+from indgen_core.nodes.base import LATCHED, LEVEL_SCORES, RELIABLE, declare, run_node, subscribe
 from indgen_core.records import Outcome
 from indgen_core.store import DuplicateResult, ResultsStore
 from indgen_msgs.msg import CampaignStatus, EpisodeResult, LevelScore
@@ -39,7 +39,7 @@ class Scorer(Node):
         super().__init__("scorer")
         self.p = declare(self, db="", report_dir="", write_report=True)
         self.store = ResultsStore(self.p["db"] or None)
-        self.score_pub = self.create_publisher(LevelScore, topics.LEVEL_SCORE, RELIABLE)
+        self.score_pub = self.create_publisher(LevelScore, topics.LEVEL_SCORE, LEVEL_SCORES)
         subscribe(self, EpisodeResult, topics.EPISODE_RESULT, self._on_result, RELIABLE)
         subscribe(self, CampaignStatus, topics.CAMPAIGN_STATUS, self._on_status, LATCHED)
         self.reported: set[str] = set()
@@ -60,6 +60,9 @@ class Scorer(Node):
         if not self._genuine(msg, f"a result for trial {msg.trial_id[:80]!r}"):
             return
         result = convert.result_from_msg(msg)
+        if msg.relabel:
+            self._relabel(msg, result)
+            return
         try:
             final = self.store.commit_result(msg.campaign_id, result)
         except DuplicateResult as exc:
@@ -74,6 +77,19 @@ class Scorer(Node):
             campaign_mod.refresh_certificates(self.store, record)
         if final:
             self._publish_score(record, msg.policy, msg.level)
+
+    def _relabel(self, msg, result) -> None:
+        try:
+            self.store.relabel(msg.campaign_id, result.trial_id, result.outcome, result.partial_score,
+                               str(result.details.get("operator", "")), str(result.details.get("note", "")),
+                               ref=str(result.details.get("relabel_id", "")))
+        except IndGenError as exc:
+            self.get_logger().error(f"relabel of {msg.trial_id} not committed: {exc}")
+            return
+        record = self.store.campaign(msg.campaign_id)
+        if record.purpose == campaign_mod.CERTIFY:
+            campaign_mod.refresh_certificates(self.store, record)
+        self._publish_score(record, msg.policy, msg.level)
 
     def _publish_score(self, record, policy: str, level: int) -> None:
         summary = summarize(self.store, record.id)

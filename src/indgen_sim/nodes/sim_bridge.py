@@ -40,6 +40,8 @@ import rclpy
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
+from std_msgs.msg import Bool
+from std_srvs.srv import SetBool, Trigger
 
 from indgen_core import paths, registry, topics
 from indgen_core.episode import run_episode
@@ -96,6 +98,11 @@ class SimBridge(Node):
         subscribe(self.io_node, PolicyStatus, topics.POLICY_STATUS, self.watch.on_policy_status, LATCHED)
         subscribe(self.io_node, TaskSetup, topics.TASK_SETUP, self.watch.on_setup, LATCHED)
         serve(self.io_node, PrepareTrial, topics.PREPARE_TRIAL, self._prepare)
+        # the console's e-stop and "end the episode now", so that an operator can rehearse in sim
+        self.estop, self.end_requested = False, False
+        subscribe(self.io_node, Bool, topics.ESTOP, lambda m: self._set_estop(bool(m.data)), LATCHED)
+        serve(self.io_node, SetBool, topics.ESTOP, self._estop_service)
+        serve(self.io_node, Trigger, topics.END_EPISODE, self._end_service)
         self.sim_time = 0.0
         self.finished: collections.OrderedDict[tuple[str, int], RunEpisode.Result] = collections.OrderedDict()
         self.server = ActionServer(self, RunEpisode, topics.RUN_EPISODE, execute_callback=self._execute,
@@ -106,9 +113,30 @@ class SimBridge(Node):
     def extra_nodes(self):
         return [self.io_node]
 
-    @staticmethod
-    def _prepare(request, response):
-        response.ready, response.message = True, "a simulated world resets itself when the episode starts"
+    def _prepare(self, request, response):
+        if self.estop:
+            response.ready, response.message = False, "the soft e-stop is engaged; release it first"
+        else:
+            response.ready, response.message = True, "a simulated world resets itself when the episode starts"
+        return response
+
+    def _set_estop(self, engaged: bool) -> None:
+        if engaged != self.estop:
+            self.get_logger().warning("soft e-stop engaged: the episode stops" if engaged else "soft e-stop released")
+        self.estop = engaged
+
+    def _estop_service(self, request, response):
+        self._set_estop(bool(request.data))
+        response.success, response.message = True, "e-stop engaged: the episode stops" if request.data else \
+            "e-stop released"
+        return response
+
+    def _end_service(self, request, response):
+        if not self.watch.current[0]:
+            response.success, response.message = False, "no episode is running"
+        else:
+            self.end_requested = True
+            response.success, response.message = True, f"ending {self.watch.current[0]}"
         return response
 
     def _execute(self, goal_handle):
@@ -170,6 +198,8 @@ class SimBridge(Node):
         def should_abort() -> str | None:
             if goal_handle.is_cancel_requested:
                 return "cancelled by the progression manager"
+            if self.estop:
+                return "operator e-stop"
             return self.watch.reason(started, self.p["action_timeout_s"])
 
         def infer(request):
@@ -191,7 +221,9 @@ class SimBridge(Node):
         feedback(0, max_steps, "resetting")
         beat.start()
         try:
-            result = run_episode(self.world, infer, _PassThrough(), setup, on_step=feedback, on_reset=on_reset)
+            self.end_requested = False
+            result = run_episode(self.world, infer, _PassThrough(), setup, on_step=feedback, on_reset=on_reset,
+                                 should_end=lambda: self.end_requested)
         finally:
             done.set()
             beat.join(timeout=2.0)

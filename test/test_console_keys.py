@@ -1,0 +1,146 @@
+"""Every key in every state of the operator console: it does what the help says, or it says in
+one line that it does nothing here and changes nothing (table-driven, no terminal, no ROS)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+import pytest
+
+from indgen_core import operator as op
+from indgen_robot.console import model as m
+from indgen_robot.console.screen import render
+
+KEYS = ["enter", "space", "escape", "backspace", "?", "s", "q", "x", "y", "n", "i", "t", "r", "u", "p", "e", "z",
+        "5", "0", "!", "tab"]
+
+
+def make(state: str) -> m.ConsoleModel:
+    model = m.ConsoleModel(operator="ada", campaign="c1", policy="pi05_droid", axis="stack", world="fr3", level=1,
+                           parameters="blue_block_raise=0.25 in", trial_id="t1")
+    if state == m.SETUP:
+        model.prompt = m.Prompt(op.SETUP, "p1", "t1", 1, "Raise the blue block by one spacer.", "one level further")
+    elif state == m.RUNNING:
+        model.episode_running = True
+    elif state in (m.LABEL, m.RELABEL, m.NOTE):
+        model.prompt = m.Prompt(op.LABEL, "p2", "t1", 1, "Label t1", previous_trial_id="t0")
+        if state == m.RELABEL:
+            model.mode = "relabel"
+        if state == m.NOTE:
+            model.mode, model.note_for = "note", ""
+    elif state == m.PAUSED:
+        model.prompt = m.Prompt(op.PAUSED, "p3", "t2", 1, "Paused")
+    elif state == m.ESTOP:
+        model.estop = True
+    assert model.state == state
+    return model
+
+
+# what each key does where it does something: (requests, the state after)
+DOES = {
+    (m.WAITING, "p"): ([m.Pause()], m.WAITING),
+    (m.SETUP, "enter"): ([m.Answer("p1", op.DONE)], m.SETUP),
+    (m.SETUP, "s"): ([m.Answer("p1", op.SKIP)], m.SETUP),
+    (m.SETUP, "q"): ([m.Answer("p1", op.ABORT)], m.SETUP),
+    (m.SETUP, "p"): ([m.Pause()], m.SETUP),
+    (m.RUNNING, "space"): ([m.EndEpisode()], m.RUNNING),
+    (m.RUNNING, "x"): ([m.EStop(True)], m.RUNNING),
+    (m.RUNNING, "escape"): ([m.EStop(True)], m.RUNNING),
+    (m.RUNNING, "p"): ([m.Pause()], m.RUNNING),
+    (m.LABEL, "y"): ([m.Answer("p2", op.SUCCESS)], m.LABEL),
+    (m.LABEL, "n"): ([m.Answer("p2", op.FAILURE)], m.LABEL),
+    (m.LABEL, "i"): ([m.Answer("p2", op.INVALID)], m.LABEL),
+    (m.LABEL, "r"): ([m.Answer("p2", op.REDO)], m.LABEL),
+    (m.LABEL, "u"): ([], m.RELABEL),
+    (m.LABEL, "t"): ([], m.NOTE),
+    (m.LABEL, "p"): ([m.Pause()], m.LABEL),
+    (m.LABEL, "5"): ([], m.LABEL),
+    (m.LABEL, "0"): ([], m.LABEL),
+    (m.RELABEL, "y"): ([m.Relabel("t0", op.SUCCESS)], m.LABEL),
+    (m.RELABEL, "n"): ([m.Relabel("t0", op.FAILURE)], m.LABEL),
+    (m.RELABEL, "i"): ([m.Relabel("t0", op.INVALID)], m.LABEL),
+    (m.RELABEL, "escape"): ([], m.LABEL),
+    (m.RELABEL, "t"): ([], m.NOTE),
+    (m.RELABEL, "5"): ([], m.RELABEL),
+    (m.RELABEL, "0"): ([], m.RELABEL),
+    (m.PAUSED, "enter"): ([m.Answer("p3", op.RESUME)], m.PAUSED),
+    (m.PAUSED, "q"): ([m.Answer("p3", op.ABORT)], m.PAUSED),
+    (m.ESTOP, "e"): ([m.EStop(False)], m.ESTOP),
+}
+# in a note, every printable key is text
+for key in KEYS:
+    if len(key) == 1 and key != "?":
+        DOES[(m.NOTE, key)] = ([], m.NOTE)
+DOES[(m.NOTE, "space")] = ([], m.NOTE)
+DOES[(m.NOTE, "backspace")] = ([], m.NOTE)
+DOES[(m.NOTE, "enter")] = ([], m.LABEL)
+DOES[(m.NOTE, "escape")] = ([], m.LABEL)
+STATES = [m.WAITING, m.SETUP, m.RUNNING, m.LABEL, m.RELABEL, m.NOTE, m.PAUSED, m.ESTOP]
+
+
+def snapshot(model: m.ConsoleModel) -> dict:
+    return {k: copy.deepcopy(v) for k, v in dataclasses.asdict(model).items() if k != "message"}
+
+
+@pytest.mark.parametrize("state", STATES)
+@pytest.mark.parametrize("key", KEYS)
+def test_every_key_in_every_state(state, key):
+    model = make(state)
+    before = snapshot(model)
+    requests = model.press(key)
+    if key == "?":
+        assert requests == [] and model.show_help and "keys here:" in render(model)
+        return
+    expected = DOES.get((state, key))
+    if expected is None:
+        assert requests == [], (state, key, requests)
+        assert model.message and "\n" not in model.message, model.message  # one line saying why
+        assert snapshot(model) == before, f"{key!r} in {state} changed the console"
+        return
+    want, after = expected
+    assert requests == want, (state, key, requests)
+    assert model.state == after, (state, key, model.state)
+
+
+def test_a_partial_score_travels_with_the_label_and_a_note_too():
+    model = make(m.LABEL)
+    for key in ("4", "0"):
+        assert model.press(key) == []
+    model.press("t")
+    for ch in "slipped":
+        model.press(ch)
+    model.press("enter")
+    assert model.press("n") == [m.Answer("p2", op.FAILURE, 40.0, "slipped")]
+    model = make(m.LABEL)
+    for key in ("1", "0", "0"):
+        model.press(key)
+    assert model.press("enter") == [m.Answer("p2", op.SUCCESS, 100.0)]  # 100 + Enter: success
+    model = make(m.LABEL)
+    assert model.press("enter") == [] and "partial score typed first" in model.message
+    model.press("9")
+    model.press("9")
+    assert model.press("9") == [] and "0-100" in model.message and model.number == "99"
+    assert model.press("i") == [] and model.number == "99"  # invalid takes no score
+    model.press("backspace")
+    model.press("backspace")
+    assert model.press("i") == [m.Answer("p2", op.INVALID)]
+
+
+def test_a_watching_console_refuses_every_key_but_help():
+    model = make(m.SETUP)
+    model.role = "watch"
+    assert model.press("enter") == [] and "only watches" in model.message
+    assert model.press("?") == []
+
+
+def test_no_previous_trial_no_relabel_and_the_screen_shows_the_prompt():
+    model = make(m.LABEL)
+    model.prompt.previous_trial_id = ""
+    assert model.press("u") == [] and "no previous labelled trial" in model.message
+    model = make(m.SETUP)
+    model.prompt.reference_image = "/data/level_image_k1.png"
+    text = render(model)
+    for part in ("BUILD THE SCENE", "Raise the blue block by one spacer.", "What changed: one level further",
+                 "/data/level_image_k1.png", "[Enter] scene ready", "[s] skip this trial", "blue_block_raise=0.25 in"):
+        assert part in text, part

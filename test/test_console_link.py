@@ -1,0 +1,116 @@
+"""The console's link to the graph: two consoles on one prompt (one answer accepted), and the
+rehearsal mode in simulation (the twin's own check beside the person's label, disagreements
+counted in the report)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import graphs
+import pytest
+import servers
+import yaml
+from scripted_operator import ScriptedOperator
+
+from indgen_core import graph
+from indgen_core.store import ResultsStore
+from indgen_robot.console import model as m
+
+pytestmark = pytest.mark.ros
+rclpy = pytest.importorskip("rclpy")
+
+
+def _wait(predicate, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not predicate():
+        time.sleep(0.05)
+    return predicate()
+
+
+def test_two_consoles_on_one_prompt_one_answer_is_accepted(tmp_path, ros_context):
+    import subprocess
+    import threading
+
+    from rclpy.executors import SingleThreadedExecutor
+
+    from indgen_msgs.srv import PrepareTrial
+    from indgen_robot.console.link import ConsoleLink
+
+    campaign = tmp_path / "stack.yaml"
+    campaign.write_text("name: two\naxis: stack\nworld: droid_twin\npolicies: [droid_twin_oracle]\n"
+                        "trials_per_level: 1\nlevels: [0]\n")
+    pm = subprocess.Popen([graph.executable_path("progression_manager"), "--ros-args", "-p", f"campaign:={campaign}",
+                           "-p", "campaign_id:=two", "-p", f"db:={tmp_path / 'r.db'}", "-p", "allow_uncertified:=true",
+                           "-p", "override_reason:='test: no world runs'", "-p", "wait_for_operator:=true",
+                           "-p", "server_wait_s:=1.0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    world = rclpy.create_node("world", context=ros_context)
+
+    def ready(request, response):
+        response.ready, response.message = True, "ready"
+        return response
+
+    world.create_service(PrepareTrial, "/indgen/prepare_trial", ready)
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(world)
+    done = threading.Event()
+
+    def spin():
+        while not done.is_set():
+            executor.spin_once(timeout_sec=0.05)
+
+    threading.Thread(target=spin, daemon=True).start()
+    a, b = m.ConsoleModel(operator="ada"), m.ConsoleModel(operator="bob")
+    link_a, link_b = ConsoleLink(a, ros_context), ConsoleLink(b, ros_context)
+    watcher_model = m.ConsoleModel(operator="eve", role="watch")
+    watcher = ConsoleLink(watcher_model, ros_context, watch=True)
+    try:
+        assert _wait(lambda: a.state == m.SETUP and b.state == m.SETUP and link_a.session and link_b.session, 60)
+        assert watcher_model.press("enter") == [] and "only watches" in watcher_model.message
+        answers = [model.press("enter") for model in (a, b)]
+        results = [link._deliver(req[0]) for link, req in zip((link_a, link_b), answers, strict=True)]
+        accepted = [r for r in results if r == "done accepted"]
+        refused = [r for r in results if r.startswith("refused: no open prompt")]
+        assert len(accepted) == 1 and len(refused) == 1, results
+        assert "\n" not in refused[0]
+    finally:
+        done.set()
+        for link in (link_a, link_b, watcher):
+            link.close()
+        world.destroy_node()
+        pm.terminate()
+        pm.wait(15)
+
+
+@pytest.mark.slow
+def test_rehearsal_in_sim_shows_the_twins_check_and_counts_disagreements(tmp_path, ros_context):
+    campaign = tmp_path / "r.yaml"
+    campaign.write_text(yaml.safe_dump({"name": "rehearse", "axis": "stack", "world": "droid_twin",
+                                        "policies": ["droid_twin_oracle"], "levels": [0], "trials_per_level": 2,
+                                        "seed": 1, "purpose": "certify"}))
+    labels = iter(["failure", "success"])  # the first disagrees with the twin's success
+    seen = []
+
+    def label(prompt):
+        seen.append(prompt.auto_outcome)
+        return next(labels)
+
+    operator = ScriptedOperator(ros_context, labels=label, build_scene=False, end_when_placed=False)
+    port = servers.free_port()
+    env = dict(os.environ, INDGEN_ARTIFACTS=str(tmp_path / "art"))
+    env.pop("MENAGERIE_ROOT", None)
+    try:
+        out = graphs.finish(graphs.launch("stack_axis", "sim:=true", "operator:=true", "builtin_fr3:=true",
+                                          f"port:={port}", f"server_uri:=ws://127.0.0.1:{port}",
+                                          f"db:={tmp_path / 'r.sqlite'}", f"report_dir:={tmp_path / 'reports'}",
+                                          f"campaign:={campaign}", "campaign_id:=rehearse", "level_images:=false",
+                                          env=env), timeout=300)
+    finally:
+        operator.close()
+    assert "run `indgen console` in another terminal" in out
+    assert seen == ["success", "success"]  # the twin's own verdict, shown beside the label
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        assert [r.outcome for r in store.rows("rehearse")] == ["failure", "success"]
+        assert store.operator_counts("rehearse")[("droid_twin_oracle", 0)]["disagreements"] == 1
+    report = (tmp_path / "reports" / "rehearse" / "report.md").read_text()
+    assert "| droid_twin_oracle | 0 | 2 | 0 | 0 | 0 | 0 | 1 |" in report

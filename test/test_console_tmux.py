@@ -1,0 +1,178 @@
+"""`indgen console` in a real terminal (tmux: send-keys, capture-pane) against the real graph
+with the stand-in hardware: a two-level campaign with, on the way, one wrong key, one redo, one
+relabel, one skip, one e-stop and one console restart in the middle of a prompt. Afterwards the
+store holds exactly the expected final labels and the history of the changes, and the report
+shows the counts."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import graphs
+import pytest
+import servers
+import yaml
+
+from indgen_core.store import ResultsStore
+
+pytestmark = [pytest.mark.slow, pytest.mark.ros]
+rclpy = pytest.importorskip("rclpy")
+if shutil.which("tmux") is None:
+    pytest.fail("tmux is needed for the console's terminal test (scripts/ensure-system-deps.sh installs it)")
+
+
+class Terminal:
+    """One tmux session running a command; the screen as text."""
+
+    def __init__(self, name: str, command: str, env: dict):
+        self.name = name
+        exports = " ".join(f"{k}={v}" for k, v in env.items())
+        subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "110", "-y", "48",
+                        f"env {exports} {command}"], check=True)
+
+    def screen(self) -> str:
+        out = subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True)
+        return out.stdout
+
+    def keys(self, *keys: str) -> None:
+        for key in keys:
+            subprocess.run(["tmux", "send-keys", "-t", self.name, key], check=True)
+            time.sleep(0.15)
+
+    def wait_for(self, *texts: str, timeout: float = 90.0) -> str:
+        deadline = time.monotonic() + timeout
+        screen = ""
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if all(t in screen for t in texts):
+                return screen
+            time.sleep(0.2)
+        raise AssertionError(f"{texts} never on the console's screen; it shows:\n{screen}")
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+
+
+def test_a_person_runs_a_two_level_campaign_with_the_console(tmp_path, ros_context, ros_isolation):
+    from std_srvs.srv import Trigger
+
+    db = tmp_path / "r.sqlite"
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text(yaml.safe_dump({"name": "people", "axis": "stack", "world": "fr3",
+                                        "policies": ["droid_twin_oracle"], "levels": [0, 1], "trials_per_level": 2,
+                                        "seed": 2, "order": "sequential", "purpose": "certify", "max_steps": 45}))
+    port = servers.free_port()
+    env = dict(os.environ, INDGEN_ARTIFACTS=str(tmp_path / "art"))
+    env.pop("MENAGERIE_ROOT", None)
+    proc = graphs.launch("stack_axis", "sim:=false", "robot:=mock", "builtin_fr3:=true", "camera_hz:=2",
+                         f"port:={port}", f"server_uri:=ws://127.0.0.1:{port}", f"db:={db}",
+                         f"report_dir:={tmp_path / 'reports'}", f"campaign:={campaign}", "campaign_id:=people",
+                         env=env)
+    console_env = {"ROS_DOMAIN_ID": str(ros_isolation), "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
+                   "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    command = f"{sys.executable} -m indgen_core.cli console --operator ada"
+    session = f"indgen-console-{os.getpid()}"
+    term = Terminal(session, command, console_env)
+    node = rclpy.create_node("hands", context=ros_context)
+    build = node.create_client(Trigger, "/indgen/sim/stand_in/build_scene")
+
+    def build_scene():  # the person's hands, between the prompt and "scene ready"
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if build.service_is_ready():
+                future = build.call_async(Trigger.Request())
+                from ros_helpers import spin_until
+
+                if spin_until(node, future.done, 5) and future.result().success:
+                    return
+            from ros_helpers import spin_until
+
+            spin_until(node, lambda: False, 0.2)
+        raise AssertionError("the stand-in never built the scene")
+
+    def setup_of(trial: str) -> str:
+        return term.wait_for("BUILD THE SCENE", trial, timeout=120)
+
+    try:
+        # trial 1: a wrong key first, then the scene, then a success
+        screen = setup_of("k+0/000")
+        assert "Put the blue block directly on the table" in screen and "What changed: first trial" in screen
+        term.keys("z")
+        assert "'z' does nothing while the scene is being built" in term.wait_for("does nothing")
+        build_scene()
+        term.keys("Enter")
+        term.wait_for("EPISODE RUNNING", "k+0/000")
+        term.keys("Space")  # end it now (the oracle needs longer than the person waits)
+        term.wait_for("LABEL THE EPISODE", "k+0/000")
+        term.keys("y")
+        # trial 2: labelled, then redone, then labelled failure
+        screen = setup_of("k+0/001")
+        assert "same level as the last trial" in screen
+        build_scene()
+        term.keys("Enter")
+        term.wait_for("LABEL THE EPISODE", "k+0/001")
+        term.keys("r")
+        setup_of("k+0/001")
+        build_scene()
+        term.keys("Enter")
+        term.wait_for("LABEL THE EPISODE", "k+0/001")
+        term.keys("n")
+        # trial 3: the console dies in the middle of its prompt; a new one shows it; skip
+        setup_of("k+1/000")
+        term.close()
+        time.sleep(1.0)
+        term = Terminal(session, command, console_env)
+        screen = setup_of("k+1/000")
+        assert "1 level further out (level 0 -> 1): blue_block_raise 0 -> 0.25 in" in screen
+        term.keys("s")
+        # trial 4: an e-stop during the episode, released; the trial runs again
+        setup_of("k+1/001")
+        build_scene()
+        term.keys("Enter")
+        term.wait_for("EPISODE RUNNING", "k+1/001")
+        term.keys("x")
+        term.wait_for("SOFT E-STOP ENGAGED")
+        term.keys("e")
+        setup_of("k+1/001")
+        build_scene()
+        term.keys("Enter")
+        term.wait_for("LABEL THE EPISODE", "k+1/001")
+        term.keys("u")  # relabel the previous labelled trial (k+0/001: failure -> success)
+        term.wait_for("RELABEL THE PREVIOUS TRIAL", "k+0/001")
+        term.keys("y")
+        term.wait_for("relabelled")
+        term.keys("4", "0", "n")  # this one: failure, partial 40
+        out = graphs.finish(proc, timeout=120)
+    finally:
+        term.close()
+        node.destroy_node()
+        if proc.poll() is None:
+            proc.kill()
+    assert "campaign people done" in out
+    with ResultsStore(db) as store:
+        rows = {r.trial_id.split("/", 1)[1]: r for r in store.rows("people")}
+        assert {k: (r.status, r.outcome, r.source) for k, r in rows.items()} == {
+            "k+0/000": ("done", "success", "operator"), "k+0/001": ("done", "success", "operator"),
+            "k+1/000": ("skipped", None, None), "k+1/001": ("done", "failure", "operator")}
+        assert rows["k+1/001"].partial_score == pytest.approx(0.4)
+        assert rows["k+1/001"].aborted_attempts == 1  # the e-stop: aborted, run again
+        history = [(h["trial_id"].split("/", 1)[1], h["kind"], h["outcome"], h["operator"], h["previous"])
+                   for h in store.label_history("people")]
+        assert history == [
+            ("k+0/000", "label", "success", "ada", ""),
+            ("k+0/001", "superseded", "superseded", "ada", ""),
+            ("k+0/001", "label", "failure", "ada", ""),
+            ("k+0/001", "relabel", "success", "ada", "failure"),
+            ("k+1/001", "label", "failure", "ada", ""),
+        ]
+        counts = store.operator_counts("people")
+        assert counts[("droid_twin_oracle", 0)] == {"labelled": 2, "relabelled": 1, "redone": 1, "skipped": 0,
+                                                    "invalid": 0, "disagreements": 0}
+        assert counts[("droid_twin_oracle", 1)]["skipped"] == 1
+    report = (tmp_path / "reports" / "people" / "report.md").read_text()
+    assert "### The operator's labels per level" in report
+    assert "| droid_twin_oracle | 0 | 2 | 1 | 1 | 0 | 0 | 0 |" in report
