@@ -40,6 +40,7 @@ NODES = {
     "fr3_runner": "indgen_robot.nodes.fr3_runner:main",
     "camera_node": "indgen_robot.nodes.camera_node:main",
     "fr3_stand_in": "indgen_sim.nodes.fr3_stand_in:main",
+    "recorder": "indgen_core.nodes.recorder:main",
 }
 
 EXTRAS = {
@@ -82,6 +83,11 @@ setup(
         "dm-tree>=0.1.8",
         "typing_extensions>=4",
         "prompt_toolkit>=3.0.40",  # indgen console
+        # bags (recorder, indgen bag): rosbag2 MCAP writing/reading, Foxglove's MCAP reader, H.264
+        "rosbags>=0.10",
+        "mcap>=1.1",
+        "mcap-ros2-support>=0.5",
+        "av>=12",
     ],
     extras_require=EXTRAS,
     entry_points={

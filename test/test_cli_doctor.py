@@ -82,7 +82,8 @@ def test_doctor_fails_when_a_required_item_is_missing(monkeypatch):
     assert doctor.exit_status(results) == 1
 
 
-@pytest.mark.parametrize("module", ["indgen_core", "indgen_core.doctor", "indgen_core.cli"])
+@pytest.mark.parametrize("module", ["indgen_core", "indgen_core.doctor", "indgen_core.cli", "indgen_core.bags.rescore",
+                                    "indgen_core.bags.replay", "indgen_core.bags.video", "indgen_core.bags.repair"])
 def test_core_imports_without_ros(module):
     """The core stays ROS-free (ARCHITECTURE.md): importing it never loads rclpy."""
     code = f"import sys, {module}; assert 'rclpy' not in sys.modules, sorted(m for m in sys.modules if 'rcl' in m)"

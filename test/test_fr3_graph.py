@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 
 import graphs
@@ -88,6 +90,19 @@ def test_a_campaign_through_the_real_graph_with_the_oracle_and_a_scripted_operat
         assert (tmp_path / "reports" / "oracle" / "report.html").is_file()
         assert [k for k, _, ok, _ in operator.answers if ok].count("label") == 4
         assert "the world is physical" in out
+        # the real robot's bag: no final state to judge again, the operator's labels listed instead;
+        # its wall-clock ticks timed
+        [bag] = [p for p in (tmp_path / "artifacts" / "bags").iterdir() if p.is_dir()]
+        cli = [sys.executable, "-m", "indgen_core.cli", "bag"]
+        rescored = subprocess.run([*cli, "rescore", str(bag), "--db", str(tmp_path / "r.sqlite")],
+                                  capture_output=True, text=True, timeout=300)
+        assert rescored.returncode == 0, rescored.stdout + rescored.stderr
+        assert "4 labelled by an operator" in rescored.stdout and "failure by ada" in rescored.stdout
+        latency = subprocess.run([*cli, "latency", str(bag), "--json", str(tmp_path / "lat.json")],
+                                 capture_output=True, text=True, timeout=300)
+        assert latency.returncode == 0, latency.stderr
+        overall = json.loads((tmp_path / "lat.json").read_text())["overall"]
+        assert overall["trials"] == 4 and 50 < overall["period_ms_p50"] < 85  # 15 Hz on the wall clock
     finally:
         operator.close()
         watch.node.destroy_node()

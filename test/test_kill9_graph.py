@@ -1,5 +1,5 @@
 """kill -9 anywhere in the graph: each process of a running campaign (progression manager,
-sim bridge, scorer, policy node, policy server) is killed with SIGKILL at random points,
+sim bridge, scorer, policy node, policy server, recorder) is killed with SIGKILL at random points,
 several times, and brought back (the launcher respawns the others; the progression manager,
 whose death ends the launch, is relaunched: the campaign resumes from the store). The final
 per-trial results equal an uninterrupted run: none lost, none counted twice.
@@ -10,6 +10,7 @@ physics in lock-step, every tick through the graph."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -28,7 +29,7 @@ from indgen_core.store import ResultsStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.ros]
 
-VICTIMS = ["policy_server", "sim_bridge", "scorer", "policy_node", "progression_manager"]
+VICTIMS = ["policy_server", "sim_bridge", "scorer", "policy_node", "progression_manager", "recorder"]
 _PID = re.compile(r"^\[launch\] (?:started|restarted) (\w+) \(pid (\d+)\)")
 
 
@@ -141,13 +142,25 @@ def test_kill9_of_every_process_of_a_blockenv_campaign(tmp_path, repo):
                                     "campaign_id:=killed", "policy:=blockenv_random_legal", "action_timeout_s:=3.0"],
                   db, "killed", dict(os.environ, INDGEN_ARTIFACTS=str(tmp_path / "art")))
     kills = _run_with_kills(graph, len(reference), VICTIMS * 2, seed=5, max_delay=0.15)
-    assert len(kills) == 10, kills
+    assert len(kills) == 12, kills
     got, n, aborted = _results(db, "killed")
     assert got == reference
     assert n == len(reference)  # none counted twice
     assert aborted >= 1 and graph.launches >= 3  # the kills did interrupt trials; the manager came back twice
     text = "".join(graph.log)
-    assert text.count("restarting it in") >= 8
+    assert text.count("restarting it in") >= 10
+    # the bags of the killed recorders open up to their last chunk; together with the others
+    # they judge every recorded episode as it was judged live
+    bags = sorted(p for p in (tmp_path / "art" / "bags").iterdir() if p.is_dir())
+    assert len(bags) >= 3
+    rescored = subprocess.run([sys.executable, "-m", "indgen_core.cli", "bag", "rescore", *map(str, bags),
+                               "--campaign", "killed", "--db", str(db), "--json", str(tmp_path / "rs.json")],
+                              capture_output=True, text=True, timeout=600)
+    assert rescored.returncode == 0, rescored.stdout[-3000:] + rescored.stderr[-3000:]
+    assert "recorder was killed" in rescored.stderr
+    figures = json.loads((tmp_path / "rs.json").read_text())
+    # (BlockEnv runs ~25 episodes a second: a recorder down for 2 s misses ~50 of them)
+    assert figures["disagree"] == [] and figures["agree"] == figures["compared"] >= 20
 
 
 def test_kill9_of_every_process_of_a_twin_campaign(tmp_path):
@@ -168,7 +181,7 @@ def test_kill9_of_every_process_of_a_twin_campaign(tmp_path):
                                  "builtin_fr3:=true", "level_images:=false", "action_timeout_s:=3.0"],
                   db, "tw", dict(os.environ, INDGEN_ARTIFACTS=str(tmp_path / "art")))
     kills = _run_with_kills(graph, 8, list(VICTIMS), seed=9, max_delay=1.0)
-    assert len(kills) == 5, kills
+    assert len(kills) == 6, kills
     got, n, aborted = _results(db, "tw")
     assert n == 8 and aborted >= 1
     with ResultsStore(db) as store:

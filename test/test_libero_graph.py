@@ -37,3 +37,9 @@ def test_libero_oracle_campaign_through_the_graph(tmp_path, monkeypatch):
     report = (tmp_path / "rep" / "lib" / "report.md").read_text()
     assert "| policy | k | n | libero_success | strict_success |" in report  # both checks, per level
     assert "| libero_oracle | 0 | 2 | 2 | 2 |" in report
+    # the bag (recorded by default) is enough to judge every episode again with LIBERO's checks
+    [bag] = [p for p in (tmp_path / "artifacts" / "bags").iterdir() if p.is_dir()]
+    rescored = subprocess.run([sys.executable, "-m", "indgen_core.cli", "bag", "rescore", str(bag), "--db", str(db)],
+                              capture_output=True, text=True, timeout=600)
+    assert rescored.returncode == 0, rescored.stdout + rescored.stderr
+    assert "6 of 6 judged trials agree with the recorded result" in rescored.stdout

@@ -13,22 +13,44 @@ from typing import Any
 
 from indgen_core.records import Outcome, TaskSetup, TrialResult
 from indgen_core.specs import BadAction, Spec
-from indgen_core.world import InvalidSetup, World
+from indgen_core.world import Evaluation, InvalidSetup, World
 
 Infer = Callable[[dict[str, Any]], dict[str, Any]]
+#: sees the world's final state (World.final_state), how the episode ended and its steps,
+#: before the world judges it: what a bag needs to judge the episode again
+OnFinal = Callable[[dict[str, Any], str, int], None]
+
+#: how an episode that reached the world's check ended
+DONE, LIMIT, OPERATOR, BAD_ACTION = "done", "step_limit", "operator", "bad_action"
+ENDINGS = (DONE, LIMIT, OPERATOR, BAD_ACTION)
 
 
 class PolicyUnavailable(Exception):
     """The policy could not be reached (connection lost); the trial is aborted, not failed."""
 
 
+def verdict(ev: Evaluation, ending: str, steps: int, max_steps: int) -> tuple[Outcome, str]:
+    """The outcome of an episode from the world's check and how it ended: the one rule, used
+    live and by `indgen bag rescore`."""
+    if ending == BAD_ACTION:
+        return Outcome.FAILURE, "policy sent an action that was not executed"
+    if ev.outcome is Outcome.SUCCESS or ending == DONE:
+        return ev.outcome, ev.reason
+    if ev.outcome is Outcome.INVALID:
+        return Outcome.INVALID, ev.reason
+    if ending == OPERATOR:
+        return Outcome.FAILURE, f"ended by the operator after {steps} steps: {ev.reason}"
+    return Outcome.FAILURE, f"step limit {max_steps} reached: {ev.reason}"
+
+
 def run_episode(world: World, infer: Infer, spec: Spec, setup: TaskSetup,
                 on_step: Callable[[int, int], None] | None = None,
                 on_reset: Callable[[dict[str, Any]], None] | None = None,
-                should_end: Callable[[], bool] | None = None) -> TrialResult:
+                should_end: Callable[[], bool] | None = None,
+                on_final: OnFinal | None = None) -> TrialResult:
     """Reset, then ask and step until done, the step limit, or `should_end()` (a person ended
     the episode early: it is judged as it stands); `on_reset` sees the first observation (a
-    level image for the report), `on_step` the progress."""
+    level image for the report), `on_step` the progress, `on_final` the final state."""
     wall0 = time.monotonic()
     max_steps = world.max_steps(setup)
 
@@ -36,6 +58,15 @@ def run_episode(world: World, infer: Infer, spec: Spec, setup: TaskSetup,
         return TrialResult(trial_id=setup.trial_id, outcome=outcome, reason=reason, partial_score=score,
                            steps=steps, duration_s=steps * world.control_dt,
                            wall_time_s=time.monotonic() - wall0, details=details or {})
+
+    def judged(ending: str, steps: int, why: str = "") -> TrialResult:
+        if on_final is not None:
+            state = world.final_state()
+            if state is not None:
+                on_final(state, ending, steps)
+        ev = world.evaluate()
+        outcome, reason = verdict(ev, ending, steps, max_steps)
+        return result(outcome, f"{reason}: {why}" if why else reason, steps, ev.partial_score, ev.details)
 
     try:
         obs = world.reset(setup)
@@ -55,9 +86,7 @@ def run_episode(world: World, infer: Infer, spec: Spec, setup: TaskSetup,
             try:
                 queue = spec.actions(infer(spec.request(obs, setup, step)))[: spec.horizon]
             except BadAction as exc:
-                ev = world.evaluate()
-                return result(Outcome.FAILURE, f"policy sent an action that was not executed: {exc}", step,
-                              ev.partial_score, ev.details)
+                return judged(BAD_ACTION, step, str(exc))
             except PolicyUnavailable as exc:
                 return result(Outcome.ABORTED, f"policy unavailable: {exc}", step)
         outcome = world.step(queue.pop(0))
@@ -65,13 +94,4 @@ def run_episode(world: World, infer: Infer, spec: Spec, setup: TaskSetup,
         step += 1
         if on_step is not None:
             on_step(step, max_steps)
-    ev = world.evaluate()
-    if ev.outcome is Outcome.SUCCESS or done:
-        return result(ev.outcome, ev.reason, step, ev.partial_score, ev.details)
-    if ev.outcome is Outcome.INVALID:
-        return result(Outcome.INVALID, ev.reason, step, ev.partial_score, ev.details)
-    if ended:
-        return result(Outcome.FAILURE, f"ended by the operator after {step} steps: {ev.reason}", step,
-                      ev.partial_score, ev.details)
-    return result(Outcome.FAILURE, f"step limit {max_steps} reached: {ev.reason}", step, ev.partial_score,
-                  ev.details)
+    return judged(DONE if done else OPERATOR if ended else LIMIT, step)

@@ -7,6 +7,7 @@ import base64
 import html
 import json
 import math
+import os
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -97,7 +98,8 @@ def _num(x: float) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
 
-def markdown(summaries: Sequence[CampaignSummary], plot_names: Sequence[str], images: dict[int, str]) -> str:
+def markdown(summaries: Sequence[CampaignSummary], plot_names: Sequence[str], images: dict[int, str],
+             videos: dict[int, str] | None = None) -> str:
     first = summaries[0].record
     lines = [f"# IndGen report: axis `{first.axis}` in `{first.world}`", ""]
     for name in plot_names:
@@ -161,6 +163,9 @@ def markdown(summaries: Sequence[CampaignSummary], plot_names: Sequence[str], im
     if images:
         lines += ["## One image per level", ""]
         lines += [f"**k={k}**\n\n![k={k}]({name})\n" for k, name in sorted(images.items())]
+    if videos:
+        lines += ["## One video per level", "", "(from the campaign's bag: `indgen bag video`)", ""]
+        lines += [f"- k={k}: [{Path(path).name}]({path})" for k, path in sorted(videos.items())]
     return "\n".join(lines) + "\n"
 
 
@@ -188,6 +193,7 @@ def _md_to_html(md: str, files: dict[str, Path]) -> str:
 
         text = html.escape(text)
         text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
+        text = re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r'<a href="\2">\1</a>', text)
         return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
 
     for line in md.splitlines():
@@ -227,7 +233,14 @@ def write_report(store: ResultsStore, campaign_ids: Sequence[str], out_dir: Path
                     shutil.copyfile(src, local)
                 images[art["level"]] = local.name
                 files[local.name] = local
-    md = markdown(summaries, [plot.name], images)
+    videos: dict[int, str] = {}
+    for s in summaries:
+        for art in store.artifacts(s.record.id, kind="video"):
+            path = Path(art["path"])
+            if art["level"] is not None and path.is_file() and art["level"] not in videos:
+                # linked where it is (videos are large): relative to the report when they can be
+                videos[art["level"]] = os.path.relpath(path.resolve(), out_dir.resolve())
+    md = markdown(summaries, [plot.name], images, videos)
     md_path = out_dir / "report.md"
     md_path.write_text(md)
     html_path = out_dir / "report.html"

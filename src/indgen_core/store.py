@@ -93,7 +93,8 @@ CREATE TABLE IF NOT EXISTS artifacts (
     level INTEGER,
     kind TEXT NOT NULL,            -- image | video | bag | report | ...
     path TEXT NOT NULL,
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL,
+    details_json TEXT NOT NULL DEFAULT '{}'  -- e.g. a bag's time range of the trial
 );
 CREATE TABLE IF NOT EXISTS certificates (
     key TEXT NOT NULL,
@@ -226,6 +227,14 @@ class ResultsStore:
         version = int(self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
         if version != SCHEMA_VERSION:
             raise StoreError(f"{self.path}: results store schema {version}, this IndGen reads {SCHEMA_VERSION}")
+        self._add_columns()
+
+    def _add_columns(self) -> None:
+        """Columns added within schema 1 (additive: an older store gains them, with defaults)."""
+        have = {r["name"] for r in self._db.execute("PRAGMA table_info(artifacts)")}
+        if "details_json" not in have:
+            with contextlib.suppress(sqlite3.OperationalError):  # another process added it first
+                self._db.execute("ALTER TABLE artifacts ADD COLUMN details_json TEXT NOT NULL DEFAULT '{}'")
 
     def close(self) -> None:
         self._db.close()
@@ -512,13 +521,21 @@ class ResultsStore:
         return row[0] if row else None
 
     # -- artifacts, certificates, events -----------------------------------------------------
-    def add_artifact(self, campaign_id: str, kind: str, path: str, trial_id: str = "", level: int | None = None):
+    def add_artifact(self, campaign_id: str, kind: str, path: str, trial_id: str = "", level: int | None = None,
+                     details: dict[str, Any] | None = None):
         with self._tx() as db:
-            db.execute("INSERT INTO artifacts (campaign_id, trial_id, level, kind, path, created_at) "
-                       "VALUES (?,?,?,?,?,?)", (campaign_id, trial_id, level, kind, str(path), time.time()))
+            db.execute("INSERT INTO artifacts (campaign_id, trial_id, level, kind, path, created_at, details_json) "
+                       "VALUES (?,?,?,?,?,?,?)", (campaign_id, trial_id, level, kind, str(path), time.time(),
+                                                  json.dumps(details or {}, sort_keys=True)))
 
     def artifacts(self, campaign_id: str, kind: str | None = None) -> list[dict[str, Any]]:
-        q = "SELECT trial_id, level, kind, path FROM artifacts WHERE campaign_id=?"
+        rows = self._artifact_rows(campaign_id, kind)
+        for row in rows:
+            row["details"] = json.loads(row.pop("details_json") or "{}")
+        return rows
+
+    def _artifact_rows(self, campaign_id: str, kind: str | None) -> list[dict[str, Any]]:
+        q = "SELECT trial_id, level, kind, path, details_json FROM artifacts WHERE campaign_id=?"
         args: tuple = (campaign_id,)
         if kind:
             q += " AND kind=?"

@@ -14,6 +14,10 @@ CAMPAIGN_STATUS = "/indgen/campaign_status"
 POLICY_STATUS = "/indgen/policy_status"
 RUN_EPISODE = "/indgen/run_episode"
 CLOCK = "/clock"
+# What a bag needs to judge, time and replay a campaign again (indgen bag)
+FINAL_STATE = "/indgen/sim/final_state"  # simulation only: the world's state when an episode ends
+POLICY_EXCHANGE = "/indgen/policy/exchange"  # each request and reply as it crossed the wire
+OPERATOR_ANSWER = "/indgen/operator_answer"  # every answer to a prompt, accepted or refused
 
 BLOCKENV_OBSERVATION = "/blockenv/observation"
 BLOCKENV_ACTION = "/blockenv/action"

@@ -64,6 +64,18 @@ class World(abc.ABC):
         """The step limit when the setup does not give one."""
         return setup.max_steps or 100
 
+    def final_state(self) -> dict[str, Any] | None:
+        """What evaluate() reads, as JSON-able values, taken when the episode ends and before
+        it is judged: the sim bridge publishes it so that a bag alone is enough to judge the
+        episode again (`indgen bag rescore`). None: the world cannot be judged from a record
+        (the real robot: a person judges it)."""
+        return None
+
+    def restore(self, setup: TaskSetup, state: dict[str, Any]) -> None:
+        """Put the world back into a final_state() of an episode of `setup`, so that
+        evaluate() judges it as it was judged live."""
+        raise NotImplementedError(f"the {self.name} world cannot be judged from a recorded state")
+
     def describe(self) -> dict[str, Any]:
         """Static facts for logs and reports: spec, control rate, cameras, ..."""
         return {"name": self.name, "spec": self.spec, "control_hz": 1.0 / self.control_dt}

@@ -24,6 +24,7 @@ CORE_COMMANDS = [
     "indgen_core.cli.report_cmd",
     "indgen_core.cli.serve_cmd",
     "indgen_core.cli.launch_cmd",
+    "indgen_core.cli.bag_cmd",
 ]
 
 

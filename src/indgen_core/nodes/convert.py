@@ -151,3 +151,28 @@ def level_score_msg(campaign_id: str, axis: str, policy: str, s: stats.LevelStat
     if stamp is not None:
         msg.header.stamp = stamp
     return msg
+
+
+_MSGTYPE = re.compile(r"([A-Za-z][A-Za-z0-9_]*)/(msg|srv|action)/([A-Z][A-Za-z0-9]*)")
+
+
+def message_class(msgtype: str):
+    """The installed Python class of a ROS type name ("pkg/msg/Name"); LookupError when the
+    type is not installed here."""
+    import importlib
+
+    match = _MSGTYPE.fullmatch(msgtype)
+    if match is None:
+        raise LookupError(f"'{msgtype[:120]}' is not a ROS message type name")
+    pkg, kind, name = match.groups()
+    try:
+        return getattr(importlib.import_module(f"{pkg}.{kind}"), name)
+    except (ImportError, AttributeError):
+        raise LookupError(f"the message type {msgtype} is not installed here") from None
+
+
+def deserialize(data: bytes, msgtype: str):
+    """A message from its CDR bytes (as a bag stores them)."""
+    from rclpy.serialization import deserialize_message
+
+    return deserialize_message(data, message_class(msgtype))

@@ -58,7 +58,7 @@ from indgen_core.records import TaskSetup as SetupRecord
 from indgen_core.runner import run_campaign
 from indgen_core.store import ResultsStore
 from indgen_msgs.action import RunEpisode
-from indgen_msgs.msg import CampaignStatus, EpisodeResult, OperatorPrompt, TaskSetup
+from indgen_msgs.msg import CampaignStatus, EpisodeResult, OperatorAnswer, OperatorPrompt, TaskSetup
 from indgen_msgs.srv import OperatorAck, OperatorRegister, PrepareTrial
 
 
@@ -79,6 +79,7 @@ class ProgressionManager(Node):
         self.status_pub = self.create_publisher(CampaignStatus, topics.CAMPAIGN_STATUS, LATCHED)
         self.world = ActionClient(self, RunEpisode, topics.RUN_EPISODE, callback_group=self.group)
         self.ack_srv = serve(self, OperatorAck, topics.OPERATOR_ACK, self._on_ack, callback_group=self.group)
+        self.answer_pub = self.create_publisher(OperatorAnswer, topics.OPERATOR_ANSWER, RELIABLE)
         self.register_srv = serve(self, OperatorRegister, topics.OPERATOR_REGISTER, self._on_register,
                                   callback_group=self.group)
         self.prepare_client = self.create_client(PrepareTrial, topics.PREPARE_TRIAL, callback_group=self.group)
@@ -315,7 +316,15 @@ class ProgressionManager(Node):
         return response
 
     def _on_ack(self, request, response):
-        return self.flow.on_ack(request, response)
+        response = self.flow.on_ack(request, response)
+        console = self.flow.desk.consoles.get(str(request.console_id))
+        msg = OperatorAnswer(campaign_id=self.record.id, trial_id=request.trial_id, prompt_id=request.prompt_id,
+                             response=request.response, label=request.label, partial_score=request.partial_score,
+                             note=request.note, operator_name=console.operator if console else request.operator_name,
+                             console_id=request.console_id, accepted=response.accepted, message=response.message)
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self.answer_pub.publish(msg)  # for the bag: services are not recorded
+        return response
 
     def _prepare(self, setup: SetupRecord) -> tuple[bool, str]:
         """Ask the world to get ready (the real robot: reset pose) before the person builds

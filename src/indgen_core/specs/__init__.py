@@ -26,6 +26,8 @@ class Spec(abc.ABC):
     name: ClassVar[str] = "spec"
     #: actions of a chunk executed open-loop before the next request
     horizon: int = 1
+    #: what each column of a reply's actions means (tables of `indgen bag replay`)
+    action_names: ClassVar[tuple[str, ...]] = ()
 
     @abc.abstractmethod
     def request(self, obs: Observation, setup: TaskSetup, step: int) -> dict[str, Any]:

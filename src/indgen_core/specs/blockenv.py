@@ -16,6 +16,7 @@ from indgen_core.specs import BadAction, Spec, reply_array
 class BlockEnvSpec(Spec):
     name = "blockenv"
     horizon = 1
+    action_names = ("row", "col", "theta")
 
     def request(self, obs, setup, step):
         return {

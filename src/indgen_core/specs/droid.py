@@ -32,6 +32,7 @@ def letterbox(image: np.ndarray, size: int = IMAGE_SIZE) -> np.ndarray:
 class DroidSpec(Spec):
     name = "droid"
     horizon = 8
+    action_names = (*(f"joint_{i}" for i in range(1, 8)), "gripper")
 
     def request(self, obs, setup, step):
         req = {

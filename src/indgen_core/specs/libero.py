@@ -34,6 +34,7 @@ def upright(image: np.ndarray) -> np.ndarray:
 class LiberoSpec(Spec):
     name = "libero"
     horizon = 5
+    action_names = ("dx", "dy", "dz", "droll", "dpitch", "dyaw", "gripper")
 
     def request(self, obs, setup, step):
         req = {

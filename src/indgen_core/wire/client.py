@@ -12,8 +12,10 @@ request; the next request reconnects with backoff.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +41,27 @@ def read_api_key(path: str | Path | None = None) -> str | None:
     return os.environ.get(API_KEY_ENV) or None
 
 
+@dataclass(frozen=True)
+class Exchange:
+    """One request and its reply as they crossed the wire, with the client's round trip and
+    the server's own inference time (server_timing.infer_ms; -1 when it sent none)."""
+
+    request: bytes
+    reply: bytes
+    round_trip_ms: float
+    server_infer_ms: float
+
+
+def _server_ms(reply: dict[str, Any]) -> float:
+    timing = reply.get("server_timing")
+    value = timing.get("infer_ms") if isinstance(timing, dict) else None
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return -1.0
+    return value if math.isfinite(value) and value >= 0 else -1.0
+
+
 class RemotePolicy(Policy):
     def __init__(self, uri: str, api_key: str | None = None, connect_timeout: float = 10.0,
                  request_timeout: float = 30.0, backoff: tuple[float, float] = (0.2, 5.0),
@@ -52,6 +75,7 @@ class RemotePolicy(Policy):
         self._ws = None
         self.metadata: dict[str, Any] = {}
         self.connects = 0
+        self.last_exchange: Exchange | None = None
 
     @property
     def connected(self) -> bool:
@@ -108,12 +132,18 @@ class RemotePolicy(Policy):
             self._ws = None
 
     def infer(self, obs: dict[str, Any]) -> dict[str, Any]:
-        if self._ws is None:
-            self.connect()
         try:
             data = codec.encode(obs)
         except codec.FrameError as exc:
             raise PolicyUnavailable(f"the request cannot be sent: {exc}") from None
+        return self.infer_frame(data)
+
+    def infer_frame(self, data: bytes) -> dict[str, Any]:
+        """One request already encoded: a recorded one, sent again byte for byte (`indgen bag
+        replay`). The exchange is kept in last_exchange for the recorder."""
+        if self._ws is None:
+            self.connect()
+        start = time.monotonic()
         try:
             self._ws.send(data)
             frame = self._ws.recv(timeout=self.request_timeout)
@@ -124,14 +154,17 @@ class RemotePolicy(Policy):
         except Exception as exc:  # connection closed or reset mid-request
             self.close()
             raise PolicyUnavailable(f"lost the policy server at {self.uri}: {_reason(exc)}") from None
+        round_trip_ms = (time.monotonic() - start) * 1000
         if isinstance(frame, str):  # openpi: the server's error text, then close 1011
             self.close()
             raise PolicyUnavailable(f"the policy server failed: {_last_line(frame)}")
         try:
-            return codec.decode_dict(frame, self.limits, "reply")
+            reply = codec.decode_dict(frame, self.limits, "reply")
         except codec.FrameError as exc:
             self.close()
             raise PolicyUnavailable(f"the policy server sent a malformed reply: {exc}") from None
+        self.last_exchange = Exchange(data, frame, round_trip_ms, _server_ms(reply))
+        return reply
 
     def reset(self) -> None:
         """openpi's client does nothing here either: a server keeps no episode state beyond

@@ -22,6 +22,9 @@ Parameters:
   robot (str)              robot configuration whose camera topics to read (config/robots/; "":
                            the twin's /cameras/<name>/image_raw)
   image_qos (str)          reliable (default) or best_effort, as the camera driver publishes
+  publish_exchanges (bool) publish every request and reply, as the bytes that crossed the wire,
+                           with their timing on /indgen/policy/exchange (recorded in the bag:
+                           `indgen bag replay` and `indgen bag latency` read them)
   max_image_age_s, max_state_age_s (float)  on the real robot's wall clock, how old the latest
                            frame and joint state may be for a tick (older: no command, the runner
                            holds)
@@ -29,12 +32,14 @@ Parameters:
 
 from __future__ import annotations
 
+import array
 import json
 import queue
 import threading
 import time
 
 from rclpy.node import Node
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from indgen_core import registry, topics
 from indgen_core.episode import PolicyUnavailable
@@ -43,8 +48,11 @@ from indgen_core.nodes import convert
 from indgen_core.nodes.base import LATCHED, declare, one_line, run_node, subscribe
 from indgen_core.specs import BadAction
 from indgen_core.wire.client import RemotePolicy, read_api_key
-from indgen_msgs.msg import PolicyStatus, TaskSetup
+from indgen_msgs.msg import PolicyExchange, PolicyStatus, TaskSetup
 from indgen_robot.nodes.policy_io import POLICY_IO, Tick
+
+#: requests carry the images: a short queue, so a slow recorder cannot pile them up here
+EXCHANGES = QoSProfile(depth=20, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
 
 
 class PolicyNode(Node):
@@ -52,7 +60,8 @@ class PolicyNode(Node):
         super().__init__("policy_node")
         self.p = declare(self, spec="blockenv", server_uri="ws://127.0.0.1:8000", api_key_file="", action_horizon=0,
                          connect_timeout_s=2.0, reconnect_max_s=5.0, request_timeout_s=30.0, cameras="",
-                         privileged=True, robot="", image_qos="reliable", max_image_age_s=1.0, max_state_age_s=0.5)
+                         privileged=True, robot="", image_qos="reliable", max_image_age_s=1.0, max_state_age_s=0.5,
+                         publish_exchanges=True)
         if self.p["image_qos"] not in ("reliable", "best_effort"):
             raise IndGenError(f"image_qos must be reliable or best_effort, got {self.p['image_qos']!r}")
         self.spec = registry.make(registry.SPECS, self.p["spec"])
@@ -65,6 +74,8 @@ class PolicyNode(Node):
                                    connect_timeout=self.p["connect_timeout_s"],
                                    request_timeout=self.p["request_timeout_s"])
         self.status_pub = self.create_publisher(PolicyStatus, topics.POLICY_STATUS, LATCHED)
+        self.exchange_pub = (self.create_publisher(PolicyExchange, topics.POLICY_EXCHANGE, EXCHANGES)
+                             if self.p["publish_exchanges"] else None)
         subscribe(self, TaskSetup, topics.TASK_SETUP, self._on_setup, LATCHED)
         self.setups: dict[str, object] = {}
         self.io = io_cls(self, self._on_tick)
@@ -170,7 +181,18 @@ class PolicyNode(Node):
         actions = self.spec.actions(self.client.infer(self.spec.request(tick.obs, setup, tick.step)))
         self.requests += 1
         self._chunk = (tick.trial_id, tick.step, actions[: self.spec.horizon])
+        self._publish_exchange(tick)
         return actions[0]
+
+    def _publish_exchange(self, tick: Tick) -> None:
+        exchange = self.client.last_exchange
+        if self.exchange_pub is None or exchange is None:
+            return
+        msg = PolicyExchange(trial_id=tick.trial_id, step=tick.step, sequence=tick.sequence, spec=self.spec.name,
+                             round_trip_ms=exchange.round_trip_ms, server_infer_ms=exchange.server_infer_ms)
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.request, msg.reply = array.array("B", exchange.request), array.array("B", exchange.reply)
+        self.exchange_pub.publish(msg)
 
     def close(self) -> None:
         self._stop.set()

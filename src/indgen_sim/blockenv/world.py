@@ -7,7 +7,7 @@ import numpy as np
 
 from indgen_core.records import Outcome, TaskSetup
 from indgen_core.world import Evaluation, StepResult, World
-from indgen_sim.blockenv.env import GRID, BlockEnvBatch, step_limit
+from indgen_sim.blockenv.env import DISTRACTOR, GRID, BlockEnvBatch, step_limit
 
 
 def level_of(setup: TaskSetup) -> int:
@@ -49,6 +49,24 @@ class BlockEnvWorld(World):
 
     def evaluate(self) -> Evaluation:
         return evaluation(bool(self.env.success[0]), int(self.env.steps[0]), int(self.env.removed[0]), self.k)
+
+    def final_state(self) -> dict:
+        """The final grid, the grasp count and whether the goal was grasped: BlockEnv decides a
+        goal grasp when it is made (the goal stays in the grid), so that flag is recorded;
+        the distractors removed (the partial score) are counted again from the grid."""
+        e = self.env
+        return {"k": self.k, "success": bool(e.success[0]), "steps": int(e.steps[0]), "grid": e.grids[0].tolist()}
+
+    def restore(self, setup: TaskSetup, state: dict) -> None:
+        self.reset(setup)
+        e = self.env
+        start = int((e.grids[0] == DISTRACTOR).sum())
+        grid = np.asarray(state["grid"], dtype=e.grids.dtype)
+        if grid.shape != e.grids[0].shape:
+            raise ValueError(f"the recorded grid is {grid.shape}, this world's is {e.grids[0].shape}")
+        e.grids[0] = grid
+        e.success[0], e.steps[0] = bool(state["success"]), int(state["steps"])
+        e.removed[0] = start - int((grid == DISTRACTOR).sum())
 
     def describe(self):
         return super().describe() | {"grid": self.env.size}

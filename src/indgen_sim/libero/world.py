@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 
+import mujoco
 import numpy as np
 
 from indgen_core.records import Outcome, TaskSetup
@@ -257,6 +258,37 @@ class LiberoWorld(World):
             return Evaluation(Outcome.SUCCESS, reason, 1.0, details)
         score = 0.6 if libero_ok else 0.3 if self.d.xpos[self.bodies[self.pick]][2] > 0.08 else 0.0
         return Evaluation(Outcome.FAILURE, reason, score, details)
+
+    # -- a recorded end, judged again (indgen bag rescore) ---------------------------------------
+    def final_state(self) -> dict:
+        """The MuJoCo integration state under robosuite: the settle-then-check steps from it
+        with the arm holding still, so restore() of it judges the same."""
+        spec = mujoco.mjtState.mjSTATE_INTEGRATION
+        state = np.empty(mujoco.mj_stateSize(self.m, spec))
+        mujoco.mj_getState(self.m, self.d, state, spec)
+        robots = [{"goal_pos": np.asarray(r.controller.goal_pos).tolist(),
+                   "goal_ori": np.asarray(r.controller.goal_ori).tolist(),
+                   "gripper": np.asarray(r.gripper.current_action).tolist()} for r in self.env.env.robots]
+        # robosuite's own state beside MuJoCo's: the OSC goal orientation (kept while the
+        # policy sends no rotation), the gripper's integrated command, the step counter
+        return {"mj_state": state.tolist(), "steps": int(self.steps), "robots": robots,
+                "timestep": int(self.env.env.timestep)}
+
+    def restore(self, setup: TaskSetup, state: dict) -> None:
+        self.reset(setup)  # the scene of the setup (task, distractors, scale), then its recorded end
+        spec = mujoco.mjtState.mjSTATE_INTEGRATION
+        values = np.asarray(state["mj_state"], dtype=float)
+        if values.shape != (mujoco.mj_stateSize(self.m, spec),):
+            raise ValueError("the recorded state does not fit this LIBERO scene")
+        mujoco.mj_setState(self.m, self.d, values, spec)
+        mujoco.mj_forward(self.m, self.d)
+        for robot, saved in zip(self.env.env.robots, state["robots"], strict=True):
+            robot.controller.goal_pos = np.asarray(saved["goal_pos"], dtype=float)
+            robot.controller.goal_ori = np.asarray(saved["goal_ori"], dtype=float)
+            robot.gripper.current_action = np.asarray(saved["gripper"], dtype=float)
+        self.env.env.timestep = int(state["timestep"])
+        self.env._update_observables(force=True)
+        self.steps = int(state["steps"])
 
     # -- observation ------------------------------------------------------------------------------
     def observe(self, obs: dict) -> dict:

@@ -16,7 +16,9 @@ for policy_silence_s), a command that does not come within action_timeout_s, or 
 progression manager moving on (a task setup newer than the running episode's: it gave up on
 this one, or was restarted) ends the episode as aborted, never as a failure. While an episode
 runs, feedback goes out at least every feedback_period_s, even while a tick waits for its
-command, so the progression manager can tell a slow world from a dead one.
+command, so the progression manager can tell a slow world from a dead one. When an episode
+ends, before the world judges it, its final state (World.final_state) goes out on
+/indgen/sim/final_state with the setup, so that a recorded bag is enough to judge it again.
 
 Parameters:
   world (str)                registered world (blockenv, droid_twin, ...)
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import json
 import threading
 import time
 
@@ -47,12 +50,12 @@ from indgen_core import paths, registry, topics
 from indgen_core.episode import run_episode
 from indgen_core.errors import IndGenError
 from indgen_core.nodes import convert
-from indgen_core.nodes.base import LATCHED, LOCKSTEP, declare, one_line, run_node, serve, subscribe
+from indgen_core.nodes.base import LATCHED, LOCKSTEP, RELIABLE, declare, one_line, run_node, serve, subscribe
 from indgen_core.nodes.world_watch import WorldWatch
 from indgen_core.records import Outcome, TrialResult
 from indgen_core.specs import Spec
 from indgen_msgs.action import RunEpisode
-from indgen_msgs.msg import PolicyStatus, TaskSetup
+from indgen_msgs.msg import PolicyStatus, TaskSetup, WorldFinalState
 from indgen_msgs.srv import PrepareTrial
 
 #: world spec -> the module:class that carries its topics
@@ -94,6 +97,8 @@ class SimBridge(Node):
         self.io_node = rclpy.create_node(f"{self.get_name()}_io", context=self.context, use_global_arguments=False)
         self.io = registry.import_target(adapter, "topic adapter")(self.io_node, self.world)
         self.clock_pub = self.io_node.create_publisher(Clock, topics.CLOCK, LOCKSTEP)
+        self.final_pub = self.io_node.create_publisher(WorldFinalState, topics.FINAL_STATE, RELIABLE)
+        self.world_options = json.dumps(options, sort_keys=True)
         self.watch = WorldWatch(self.p["policy_silence_s"])
         subscribe(self.io_node, PolicyStatus, topics.POLICY_STATUS, self.watch.on_policy_status, LATCHED)
         subscribe(self.io_node, TaskSetup, topics.TASK_SETUP, self.watch.on_setup, LATCHED)
@@ -218,12 +223,21 @@ class SimBridge(Node):
                 if path:
                     images.append(path)
 
+        def on_final(state: dict, ending: str, steps: int) -> None:  # before the world judges it
+            msg = WorldFinalState(campaign_id=setup.campaign_id, trial_id=setup.trial_id, setup_stamp=stamp,
+                                  world=self.p["world"], world_options_json=self.world_options,
+                                  setup_json=setup.to_json(), ending=ending, steps=steps,
+                                  state_json=json.dumps(state))
+            msg.header.stamp = _time_msg(self.sim_time)
+            self.final_pub.publish(msg)
+
+        stamp = goal_handle.request.setup.header.stamp
         feedback(0, max_steps, "resetting")
         beat.start()
         try:
             self.end_requested = False
             result = run_episode(self.world, infer, _PassThrough(), setup, on_step=feedback, on_reset=on_reset,
-                                 should_end=lambda: self.end_requested)
+                                 should_end=lambda: self.end_requested, on_final=on_final)
         finally:
             done.set()
             beat.join(timeout=2.0)

@@ -41,6 +41,7 @@ class DroidTwinWorld(World):
         self.d: mujoco.MjData | None = None
         self.tick = 0
         self.lifted = False
+        self.diverged = False
 
     # -- building ---------------------------------------------------------------------------------
     def model(self, layout: scene.Layout) -> mujoco.MjModel:
@@ -66,7 +67,8 @@ class DroidTwinWorld(World):
     def max_steps(self, setup: TaskSetup) -> int:
         return setup.max_steps or 300  # 20 s at 15 Hz
 
-    def reset(self, setup: TaskSetup):
+    def _build(self, setup: TaskSetup) -> None:
+        """The task, its layout and a fresh MjData on the (cached) model of that layout."""
         self.task = tasks.task_of(setup.axis, setup.options)
         raise_in = setup.value("blue_block_raise", 0.0)
         self.layout = scene.Layout(blue_raise=round(to_si(raise_in, "in"), 6),
@@ -76,7 +78,12 @@ class DroidTwinWorld(World):
             self.m = m
             self._bind(m)
             self._close_renderer()
-        self.d = d = mujoco.MjData(m)
+        self.d = mujoco.MjData(m)
+        self.diverged = False
+
+    def reset(self, setup: TaskSetup):
+        self._build(setup)
+        m, d = self.m, self.d
         d.qpos[self.arm_qpos] = scene.RESET_Q
         for name, (pos, quat) in tasks.layout_objects(self.task, np.random.default_rng(setup.seed),
                                                       self.layout.blue_raise).items():
@@ -145,9 +152,12 @@ class DroidTwinWorld(World):
                            self.layout.blue_raise, self.layout.bowl_scale)
 
     def evaluate(self) -> Evaluation:
-        if getattr(self, "diverged", False):
+        if self.diverged:
             self.diverged = False
             return Evaluation(Outcome.INVALID, "the simulation diverged", 0.0)
+        # positions, contacts of the state as it stands (mj_step leaves those of the substep
+        # before): the same numbers live and after restore()
+        mujoco.mj_forward(self.m, self.d)
         first = self._check()
         details = {"task": self.task, "blue_raise_m": self.layout.blue_raise, "bowl_scale": self.layout.bowl_scale}
         if not first.placed:
@@ -160,6 +170,30 @@ class DroidTwinWorld(World):
         if stable:
             return Evaluation(Outcome.SUCCESS, first.detail + " and stable", 1.0, details)
         return Evaluation(Outcome.FAILURE, f"placed but not stable: {self._check().detail}", 0.6, details)
+
+    # -- a recorded end, judged again (indgen bag rescore) ---------------------------------------
+    def final_state(self) -> dict:
+        """The MuJoCo integration state (what the settle-then-check steps from) and the loop's
+        own variables: evaluate() after restore() of this is evaluate() now."""
+        spec = mujoco.mjtState.mjSTATE_INTEGRATION
+        state = np.empty(mujoco.mj_stateSize(self.m, spec))
+        mujoco.mj_getState(self.m, self.d, state, spec)
+        return {"robot": self.source.kind, "mj_state": state.tolist(), "command": self.command.tolist(),
+                "gripper_cmd": self.gripper_cmd, "tick": self.tick, "lifted": self.lifted,
+                "diverged": bool(self.diverged)}
+
+    def restore(self, setup: TaskSetup, state: dict) -> None:
+        self._build(setup)
+        spec = mujoco.mjtState.mjSTATE_INTEGRATION
+        values = np.asarray(state["mj_state"], dtype=float)
+        if values.shape != (mujoco.mj_stateSize(self.m, spec),):
+            raise ValueError(f"the recorded state was taken with the {state.get('robot')} FR3 model; this "
+                             f"machine builds the {self.source.kind} one")
+        mujoco.mj_setState(self.m, self.d, values, spec)
+        mujoco.mj_forward(self.m, self.d)
+        self.command = np.asarray(state["command"], dtype=float)
+        self.gripper_cmd = float(state["gripper_cmd"])
+        self.tick, self.lifted, self.diverged = int(state["tick"]), bool(state["lifted"]), bool(state["diverged"])
 
     # -- observation ------------------------------------------------------------------------------
     def gripper_position(self) -> float:

@@ -1,0 +1,135 @@
+"""recorder: every topic of the graph into a rosbag2 bag (MCAP, zstd chunks, metadata v9),
+without deserialising anything, so that a campaign can be re-judged, watched, timed and
+replayed later (`indgen bag ...`).
+
+It discovers the topics on the domain four times a second and subscribes to each new one (raw
+bytes, the QoS its publisher offered, transient local where the publisher latches, so the
+state at start is in the bag too), skipping ROS' own (/rosout, /parameter_events) and actions'
+internals. One bag per run of the graph, in bag_dir/<campaign or run>-<time>, split at
+split_mb. For each trial it records, in the results store, the bag and the time range the
+trial spans, as an artifact of that trial (from the trial's task setup to its result, both
+read from the recorded stream; only results signed by the campaign's progression manager).
+
+A killed recorder loses at most the last flush_s seconds; the campaign goes on without it
+(the launcher restarts it: a new bag), and `indgen bag repair` closes a bag it left open.
+
+Parameters:
+  db (str)             results store for the trials' bag artifacts ("" = the default)
+  bag_dir (str)        where bags go ("" = <artifacts>/bags)
+  split_mb (float)     start a new bag when one reaches this size
+  flush_s (float)      a chunk reaches the disk at least this often
+  exclude (str)        comma-separated topic prefixes not to record (e.g. /cameras/ for a lean bag)
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from indgen_core import paths, topics
+from indgen_core.bags.writer import BagWriter, UnknownType, qos_of
+from indgen_core.nodes import convert
+from indgen_core.nodes.base import RELIABLE, declare, one_line, run_node, subscribe
+from indgen_core.store import ResultsStore
+from indgen_msgs.msg import EpisodeResult, TaskSetup
+
+SKIP_PREFIXES = ("/rosout", "/parameter_events")
+
+
+class Recorder(Node):
+    def __init__(self):
+        super().__init__("recorder")
+        self.p = declare(self, db="", bag_dir="", split_mb=1024.0, flush_s=2.0, exclude="")
+        base = Path(self.p["bag_dir"]) if self.p["bag_dir"] else paths.artifacts_dir() / "bags"
+        self.name = f"run-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+        self.writer = BagWriter(paths.inside(base, self.name), split_bytes=int(self.p["split_mb"] * 2**20),
+                                flush_s=self.p["flush_s"])
+        self.store = ResultsStore(self.p["db"] or None)
+        self.exclude = tuple(x.strip() for x in str(self.p["exclude"]).split(",") if x.strip())
+        self.recorded: set[tuple[str, str]] = set()
+        self.refused: set[str] = set()
+        self.trials: dict[tuple[str, str], int] = {}  # (campaign, trial) -> start (ns)
+        # trial boundaries come from the recorded stream itself (deserialised here, once)
+        subscribe(self, TaskSetup, topics.TASK_SETUP, self._on_setup, _subscriber_qos(None, latched=True))
+        subscribe(self, EpisodeResult, topics.EPISODE_RESULT, self._on_result, RELIABLE)
+        self.create_timer(0.25, self._discover)
+        self.create_timer(max(self.p["flush_s"], 0.2), self.writer.flush)
+        self.get_logger().info(f"recording the graph into {self.writer.base}")
+
+    def _wanted(self, topic: str, types: list[str]) -> bool:
+        return (not topic.startswith(SKIP_PREFIXES) and "/_action/" not in topic and len(types) == 1
+                and not topic.startswith(self.exclude))
+
+    def _discover(self) -> None:
+        for topic, types in self.get_topic_names_and_types():
+            if not self._wanted(topic, types):
+                continue
+            msgtype = types[0]
+            if (topic, msgtype) in self.recorded or topic in self.refused:
+                continue
+            publishers = self.get_publishers_info_by_topic(topic)
+            if not publishers:
+                continue
+            offered = [qos_of(p.qos_profile) for p in publishers[:1]]
+            latched = publishers[0].qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL
+            try:
+                cls = convert.message_class(msgtype)
+                self.writer.add_topic(topic, msgtype, offered)
+            except (UnknownType, LookupError) as exc:
+                self.refused.add(topic)
+                self.get_logger().warning(f"not recording {topic}: {exc}")
+                continue
+            self.recorded.add((topic, msgtype))
+            qos = _subscriber_qos(publishers[0].qos_profile, latched)
+            subscribe(self, cls, topic, self._take(topic, msgtype), qos, raw=True)
+
+    def _take(self, topic: str, msgtype: str):
+        def take(data: bytes) -> None:
+            try:
+                self.writer.write(topic, msgtype, time.time_ns(), data)
+            except Exception as exc:  # a full disk must not take the graph down: say it, keep going
+                self.get_logger().error(f"not recorded ({topic}): {one_line(exc)}", throttle_duration_sec=10.0)
+        return take
+
+    def _on_setup(self, msg: TaskSetup) -> None:
+        key = (msg.campaign_id, msg.trial_id)
+        if key not in self.trials:
+            self.trials[key] = time.time_ns()
+
+    def _on_result(self, msg: EpisodeResult) -> None:
+        if msg.relabel or not convert.signed_by(msg, self.store.campaign_key(msg.campaign_id)):
+            return
+        start = self.trials.pop((msg.campaign_id, msg.trial_id), None)
+        if start is None:
+            return
+        end = time.time_ns()
+        try:
+            self.store.add_artifact(msg.campaign_id, "bag", str(self.writer.paths[-1]), trial_id=msg.trial_id,
+                                    level=msg.level, details={"start_ns": start, "end_ns": end,
+                                                              "attempt_outcome": int(msg.outcome)})
+        except Exception as exc:
+            self.get_logger().error(f"bag artifact of {msg.trial_id} not stored: {one_line(exc)}")
+
+    def close(self) -> None:
+        self.writer.close()
+        self.get_logger().info(f"bag closed: {', '.join(map(str, self.writer.paths))} "
+                               f"({self.writer.messages} messages)")
+
+
+def _subscriber_qos(offered, latched: bool) -> QoSProfile:
+    reliable = offered is None or offered.reliability == ReliabilityPolicy.RELIABLE
+    return QoSProfile(depth=200, history=HistoryPolicy.KEEP_LAST,
+                      reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
+                      durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE)
+
+
+def main() -> int:
+    return run_node(Recorder)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,259 @@
+"""Every campaign recorded: a twin campaign through the whole graph, with a camera, written by
+the recorder node as an MCAP rosbag2 bag, then read back by two independent readers (rosbags,
+and Foxglove's mcap-ros2), re-judged, timed, turned into videos and replayed against a
+policy server by `indgen bag`; bad bags get one sentence and a non-zero exit."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import graphs
+import pytest
+import servers
+import yaml
+
+from indgen_core import topics
+from indgen_core.store import ResultsStore
+
+pytestmark = [pytest.mark.slow, pytest.mark.ros]
+
+
+def indgen(*args: str, env=None, expect: int | None = 0) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "indgen_core.cli", *args], capture_output=True, text=True,
+                          timeout=300, env=env)
+    if expect is not None:
+        assert proc.returncode == expect, proc.stdout[-4000:] + proc.stderr[-4000:]
+    return proc
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """A twin stack campaign (oracle, levels 0 and 1, two trials each, the exterior camera at
+    64 px) through the graph with the recorder on."""
+    import os
+
+    tmp = tmp_path_factory.mktemp("bags")
+    campaign = tmp / "c.yaml"
+    campaign.write_text(yaml.safe_dump({"name": "rec", "axis": "stack", "world": "droid_twin",
+                                        "policies": ["droid_twin_oracle"], "levels": [0, 1], "trials_per_level": 2,
+                                        "seed": 3, "purpose": "certify"}))
+    port = servers.free_port()
+    env = dict(os.environ, INDGEN_ARTIFACTS=str(tmp / "art"))
+    proc = graphs.launch("stack_axis", "sim:=true", f"port:={port}", f"server_uri:=ws://127.0.0.1:{port}",
+                         f"db:={tmp / 'r.sqlite'}", f"report_dir:={tmp / 'rep'}", f"campaign:={campaign}",
+                         "campaign_id:=rec", "cameras:=exterior_1", "image_size:=64", "builtin_fr3:=true",
+                         "level_images:=false", f"bag_dir:={tmp / 'bags'}", env=env)
+    out = graphs.finish(proc, timeout=400)
+    assert "campaign rec done: 4 trials run" in out
+    bags = sorted(p for p in (tmp / "bags").iterdir() if p.is_dir())
+    assert len(bags) == 1, bags
+    return {"tmp": tmp, "bag": bags[0], "db": tmp / "r.sqlite", "env": env}
+
+
+def test_the_bag_is_a_rosbag2_mcap_bag_that_other_readers_open(recorded):
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+    from rosbags.highlevel import AnyReader
+
+    bag = recorded["bag"]
+    meta = yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    assert meta["version"] == 9 and meta["storage_identifier"] == "mcap"
+    # MCAP's own chunk compression: rosbag2 leaves its file/message compression fields empty then
+    assert meta["compression_format"] == "" and meta["compression_mode"] == ""
+    # rosbags: every topic the graph uses, with counts
+    with AnyReader([bag]) as reader:
+        counts = {c.topic: c.msgcount for c in reader.connections}
+        types = {c.topic: c.msgtype for c in reader.connections}
+    for topic in (topics.TASK_SETUP, topics.EPISODE_RESULT, topics.LEVEL_SCORE, topics.POLICY_STATUS,
+                  topics.CONTROL_TICK, topics.JOINT_STATES, topics.ARM_VELOCITY_COMMAND, topics.CLOCK,
+                  topics.FINAL_STATE, topics.POLICY_EXCHANGE, topics.camera_topic("exterior_1")):
+        assert counts.get(topic, 0) > 0, (topic, counts)
+    assert types[topics.FINAL_STATE] == "indgen_msgs/msg/WorldFinalState"
+    assert counts[topics.FINAL_STATE] == 4
+    # Foxglove's reader: the schemas in the file decode IndGen's own types; every channel has
+    # rosbag2 Jazzy's type hash and the QoS it was offered
+    [mcap_file] = list(bag.glob("*.mcap"))
+    finals = []
+    with mcap_file.open("rb") as fh:
+        reader = make_reader(fh, decoder_factories=[DecoderFactory()])
+        assert {c.compression for c in reader.get_summary().chunk_indexes} == {"zstd"}
+        for channel in reader.get_summary().channels.values():
+            assert channel.metadata["topic_type_hash"].startswith("RIHS01_"), channel.topic
+            assert "offered_qos_profiles" in channel.metadata
+        for _, _, _, msg in reader.iter_decoded_messages(topics=[topics.FINAL_STATE]):
+            finals.append(msg)
+    assert len(finals) == 4 and len({m.trial_id for m in finals}) == 4
+    assert all(json.loads(m.state_json)["mj_state"] for m in finals)
+    # each trial's bag and time range are artifacts of the trial
+    with ResultsStore(recorded["db"]) as store:
+        arts = store.artifacts("rec", kind="bag")
+        trials = {r.trial_id for r in store.rows("rec")}
+    assert {a["trial_id"] for a in arts} == trials
+    assert all(Path(a["path"]) == bag and a["details"]["end_ns"] > a["details"]["start_ns"] for a in arts)
+
+
+def test_info_rescore_and_latency(recorded):
+    bag = str(recorded["bag"])
+    info = indgen("bag", "info", bag).stdout
+    assert "indgen_msgs/msg/WorldFinalState" in info and "rec" in info and "droid_twin" in info
+    out = indgen("bag", "rescore", bag, "--db", str(recorded["db"]), "--json", str(recorded["tmp"] / "rs.json"))
+    assert "4 of 4 judged trials agree with the recorded result" in out.stdout, out.stdout
+    assert "signatures checked against the results store" in out.stdout
+    figures = json.loads((recorded["tmp"] / "rs.json").read_text())
+    assert figures["agree"] == 4 and figures["disagree"] == []
+    assert all(t["recorded"] == t["rescored"] and t["recorded_score"] == pytest.approx(t["rescored_score"])
+               for t in figures["trials"])
+    out = indgen("bag", "latency", bag, "--json", str(recorded["tmp"] / "lat.json"))
+    lat = json.loads((recorded["tmp"] / "lat.json").read_text())
+    assert lat["overall"]["trials"] == 4 and lat["overall"]["ticks"] > 20
+    assert lat["overall"]["missed"] == 0  # lock-step: every tick was answered
+    assert lat["overall"]["round_trip_ms_p50"] > 0 and lat["overall"]["server_ms_p50"] >= 0
+    assert lat["overall"]["obs_to_command_ms_p99"] >= lat["overall"]["obs_to_command_ms_p50"] > 0
+
+
+def test_a_wrong_final_state_is_a_disagreement(recorded, tmp_path):
+    """Rescore really judges: one recorded final state with every body moved to the origin
+    disagrees on that trial, and only that one."""
+    from indgen_core.bags.rescore import rescore
+    from indgen_core.bags.trials import read
+
+    recording = read([recorded["bag"]])
+    first = next(a for a in recording.attempts if a.result is not None and a.result.outcome == 0)  # success
+    state = json.loads(first.final.state_json)
+    state["mj_state"] = [0.0 if i > 0 else v for i, v in enumerate(state["mj_state"])]  # everything at the origin
+    first.final.state_json = json.dumps(state)
+    rows = {r.attempt.trial_id: r for r in rescore(recording)}
+    assert rows[first.trial_id].agrees is False
+    assert sum(bool(r.agrees) for r in rows.values()) == len(rows) - 1
+
+
+def test_videos_one_per_level_with_every_frame(recorded, tmp_path):
+    import av
+
+    out = indgen("bag", "video", str(recorded["bag"]), "--out", str(tmp_path / "v"), "--db", str(recorded["db"]),
+                 "--json", str(tmp_path / "v.json"))
+    videos = json.loads((tmp_path / "v.json").read_text())
+    assert sorted(v["level"] for v in videos) == [0, 1], out.stdout
+    for v in videos:
+        with av.open(v["path"]) as container:
+            stream = container.streams.video[0]
+            assert stream.codec_context.name == "h264"
+            frames = sum(1 for _ in container.decode(stream))
+        assert frames == v["frames"] > 10
+        assert stream.codec_context.width == 320 and stream.codec_context.height > 320  # 64 px x 5 + caption
+    with ResultsStore(recorded["db"]) as store:
+        assert sorted(a["level"] for a in store.artifacts("rec", kind="video")) == [0, 1]
+    report = indgen("report", "rec", "--db", str(recorded["db"]), "--out", str(tmp_path / "rep"))
+    html = next((tmp_path / "rep").rglob("report.html")).read_text()
+    assert html.count(".mp4") >= 2, report.stdout
+
+
+def test_replay_against_the_same_policy_is_exact_and_against_another_is_not(recorded):
+    import numpy as np
+    from openpi_server import OpenpiStyleServer
+
+    from indgen_sim.twin.oracle import TwinOracle
+
+    port = servers.free_port()
+    server = servers.start_server("droid_twin_oracle", port)
+    try:
+        out = indgen("bag", "replay", str(recorded["bag"]), "--server", f"ws://127.0.0.1:{port}",
+                     "--json", str(recorded["tmp"] / "rp.json"))
+    finally:
+        servers.stop(server)
+    figures = json.loads((recorded["tmp"] / "rp.json").read_text())
+    assert [lv["level"] for lv in figures["levels"]] == [0, 1]
+    names = figures["levels"][0]["names"]
+    assert names == [f"joint_{i}" for i in range(1, 8)] + ["gripper"]
+    assert figures["max_abs"] == 0.0 and figures["errors"] == 0, out.stdout
+
+    class Nudged:  # the oracle with every joint velocity 0.01 higher, behind openpi's own server code
+        def __init__(self):
+            self.oracle = TwinOracle()
+
+        def infer(self, obs):
+            actions = np.array(self.oracle.infer(obs)["actions"], dtype=float)
+            actions[:, :7] += 0.01
+            return {"actions": actions}
+
+    with OpenpiStyleServer(Nudged()) as fake:
+        indgen("bag", "replay", str(recorded["bag"]), "--server", f"ws://127.0.0.1:{fake.port}",
+               "--json", str(recorded["tmp"] / "rp2.json"))
+    for level in json.loads((recorded["tmp"] / "rp2.json").read_text())["levels"]:
+        assert level["mean_abs"][:7] == pytest.approx([0.01] * 7, abs=1e-9) and level["mean_abs"][7] == 0.0
+    # a server that refuses these observations: one sentence, exit 2
+    port = servers.free_port()
+    server = servers.start_server("droid_pi05_standin", port)
+    try:
+        proc = indgen("bag", "replay", str(recorded["bag"]), "--server", f"ws://127.0.0.1:{port}", expect=2)
+    finally:
+        servers.stop(server)
+    assert "not a pi05_droid request" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_bad_bags_get_one_sentence(recorded, tmp_path):
+    bag = recorded["bag"]
+    (tmp_path / "empty").mkdir()
+
+    def refused(*args: str) -> str:
+        proc = indgen("bag", *args, expect=None)
+        assert proc.returncode != 0, proc.stdout
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+        return lines[0]
+
+    assert "not a rosbag2 bag" in refused("info", str(tmp_path / "empty"))
+    assert "does not exist" in refused("info", str(tmp_path / "nowhere"))
+    no_meta = tmp_path / "no_meta"
+    shutil.copytree(bag, no_meta)
+    (no_meta / "metadata.yaml").unlink()
+    assert "metadata.yaml" in refused("info", str(no_meta))
+    assert "not campaign other" in refused("rescore", str(bag), "--campaign", "other")
+    garbage = tmp_path / "garbage"
+    shutil.copytree(bag, garbage)
+    next(garbage.glob("*.mcap")).write_bytes(b"this is not a recording")
+    assert "not an MCAP file" in refused("info", str(garbage))
+    # a graph topic with a type this machine does not have
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+    store = get_typestore(Stores.ROS2_JAZZY)
+    store.register(get_types_from_msg("string name", "other_msgs/msg/Setup"))
+    other = tmp_path / "other"
+    with Writer(other, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        conn = writer.add_connection(topics.TASK_SETUP, "other_msgs/msg/Setup", typestore=store)
+        msg = store.types["other_msgs/msg/Setup"](name="x")
+        writer.write(conn, 1, store.serialize_cdr(msg, "other_msgs/msg/Setup"))
+    assert "other_msgs/msg/Setup" in refused("rescore", str(other))
+
+
+def test_a_cut_bag_opens_to_its_last_chunk_and_repair_closes_it(recorded, tmp_path):
+    from indgen_core.bags import info
+    from indgen_core.bags.reader import BagReader
+
+    cut = tmp_path / "cut"
+    shutil.copytree(recorded["bag"], cut)
+    mcap_file = next(cut.glob("*.mcap"))
+    data = mcap_file.read_bytes()
+    mcap_file.write_bytes(data[: int(len(data) * 0.6)])  # what a SIGKILL leaves: no summary, a cut chunk
+    (cut / "metadata.yaml").unlink()  # rosbag2 writes it only on close
+    # it opens, up to its last complete chunk, and says so
+    proc = indgen("bag", "info", str(cut))
+    assert "recorder was killed" in proc.stderr and "/indgen/task_setup" in proc.stdout
+    out = indgen("bag", "repair", str(cut)).stdout
+    assert "closed" in out and (cut / "metadata.yaml").is_file()
+    reader = BagReader(cut)
+    assert not reader.truncated
+    counts = {r["topic"]: r["count"] for r in info.topic_table([reader])[0]}
+    assert counts[topics.CLOCK] > 0
+    assert "rec" in indgen("bag", "info", str(cut)).stdout
+
+
+def test_record_false_starts_no_recorder(tmp_path):
+    out = indgen("launch", "blockenv_axis", "record:=false", "--show").stdout
+    assert "recorder" not in out
+    assert "recorder" in indgen("launch", "blockenv_axis", "--show").stdout
