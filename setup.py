@@ -88,6 +88,8 @@ setup(
         "mcap>=1.1",
         "mcap-ros2-support>=0.5",
         "av>=12",
+        # campaigns on several processes or machines (--workers N, --cluster): Dask distributed
+        "distributed>=2024.8",
     ],
     extras_require=EXTRAS,
     entry_points={

@@ -33,8 +33,8 @@ def steps_per_second(cameras, steps: int) -> float:
 
 
 def campaign_rate(tmp: Path, trials: int, workers: int) -> float:
+    from indgen_core import cluster
     from indgen_core.campaign import CampaignConfig, plan_campaign
-    from indgen_core.parallel import run_campaign_parallel
     from indgen_core.store import ResultsStore
 
     with ResultsStore(tmp / f"w{workers}.sqlite") as store:
@@ -43,7 +43,8 @@ def campaign_rate(tmp: Path, trials: int, workers: int) -> float:
                                 purpose="certify", seed=1)
         record = plan_campaign(store, config, campaign_id="bench")
         t0 = time.perf_counter()
-        run_campaign_parallel(store, record.id, workers=workers, world_options={"cameras": False})
+        with cluster.connect(workers=workers) as client:
+            cluster.run_campaign_cluster(store, record.id, client, world_options={"cameras": False})
         return len(store.planned_trials(record.id)) / (time.perf_counter() - t0)
 
 

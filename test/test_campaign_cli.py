@@ -76,3 +76,38 @@ def test_run_with_worker_processes(monkeypatch, tmp_path):
                                        adaptive={"enabled": True})
     proc = indgen(env, "campaign", "run", str(adaptive), "--db", db, "--workers", "2")
     assert proc.returncode == 2 and "run it with --workers 1" in proc.stderr
+
+
+def _one_sentence(proc) -> str:
+    assert proc.returncode != 0, proc.stdout
+    errors = [line for line in proc.stderr.splitlines() if "error:" in line]  # argparse adds its usage lines
+    assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    return errors[0]
+
+
+def test_bad_inputs_found_by_a_new_user_are_one_sentence(monkeypatch, tmp_path, repo):
+    env = dict(os.environ, **toy_setup.toy_env(monkeypatch, tmp_path))
+    cfg = toy_setup.campaign_yaml(tmp_path, "cert", purpose="certify", trials_per_level=1, levels=[0])
+    assert "--workers must be 0 (one per core) or more, not -2" in _one_sentence(
+        indgen(env, "campaign", "run", str(cfg), "--workers", "-2", "--db", str(tmp_path / "r.sqlite")))
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    assert "cannot create the folder of the results store" in _one_sentence(
+        indgen(env, "campaign", "list", "--db", str(blocker / "sub" / "r.sqlite")))
+    listed = indgen(env, "serve-policy", "--list")
+    assert listed.returncode == 0 and "blockenv_oracle" in listed.stdout.split()
+    fake = tmp_path / "not_a_checkpoint.pt"
+    fake.write_bytes(b"this is not a checkpoint")
+    assert "is not a readable BlockEnv checkpoint" in _one_sentence(
+        indgen(env, "serve-policy", "blockenv_rnn", "--checkpoint", str(fake), "--port", "0"))
+    # an edited copy of a shipped axis is checked in its place, not refused as a duplicate
+    copy = tmp_path / "copies" / "stack.yaml"
+    copy.parent.mkdir()
+    copy.write_text((repo / "config" / "axes" / "stack.yaml").read_text())
+    checked = indgen(env, "axes", "check", str(copy))
+    assert checked.returncode == 0 and checked.stdout.startswith("ok"), checked.stdout + checked.stderr
+    twice = tmp_path / "other" / "stack.yaml"
+    twice.parent.mkdir()
+    twice.write_text(copy.read_text())
+    both = indgen(env, "axes", "check", str(copy), str(twice))
+    assert both.returncode == 1 and "also defined in" in both.stdout

@@ -1,12 +1,13 @@
-"""Trials spread over worker processes: every trial committed exactly once, the outcomes of
-a sequential run, and a worker that dies mid-trial costs a retry, not a result."""
+"""Trials spread over worker processes (a Dask LocalCluster on loopback, what `--workers N`
+starts): every trial committed exactly once, the outcomes of a sequential run, and a worker
+that dies mid-trial costs a retry, not a result."""
 
 from __future__ import annotations
 
 import toy_setup
 
+from indgen_core.cluster import connect, run_campaign_cluster
 from indgen_core.inprocess import InProcessExecutor
-from indgen_core.parallel import run_campaign_parallel
 from indgen_core.runner import run_campaign
 from indgen_core.store import ResultsStore
 
@@ -26,7 +27,9 @@ def test_parallel_workers_match_a_sequential_run_and_survive_a_crash(tmp_path, m
         par = toy_setup.plan_toy(store, tmp_path, certify_first=False, campaign_id="par")
         monkeypatch.setenv("TOY_CRASH_ONCE", str(marker))  # the workers inherit it
         seen = []
-        summary = run_campaign_parallel(store, par.id, workers=2, progress=lambda done, total, t, r: seen.append(done))
+        with connect(workers=2) as client:
+            assert all(w.startswith("tcp://127.0.0.1:") for w in client.scheduler_info()["workers"])
+            summary = run_campaign_cluster(store, par.id, client, progress=lambda done, total, t, r: seen.append(done))
         assert marker.exists(), "the crash was not triggered"
         assert summary.remaining == 0 and summary.ran == 16 and summary.aborted_attempts == 1
         assert _outcomes(store, "par") == _outcomes(store, "seq")

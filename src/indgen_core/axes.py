@@ -303,14 +303,16 @@ class AxisLibrary:
             for path in sorted(Path(directory).glob("*.yaml")):
                 self.add_file(path)
 
-    def add_file(self, path: Path) -> AxisSpec:
+    def add_file(self, path: Path, replace: bool = False) -> AxisSpec:
+        """Add an axis file; with `replace` it takes the place of a known axis of the same name
+        (`indgen axes check` on an edited copy of a shipped axis)."""
         path = Path(path)
         spec = load_model(path, AxisSpec, data=read_yaml_mapping(path))
         if path.stem != spec.name:
             raise ConfigError(path, f"axis name '{spec.name}' must match the file name '{path.stem}.yaml'",
                               field="name")
         previous = self._specs.get(spec.name)
-        if previous and previous[1].resolve() != path.resolve():
+        if previous and previous[1].resolve() != path.resolve() and not replace:
             raise ConfigError(path, f"axis '{spec.name}' is already defined in {previous[1]}", field="name")
         self._specs[spec.name] = (spec, path)
         self._axes.pop(spec.name, None)

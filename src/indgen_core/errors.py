@@ -35,3 +35,10 @@ def require(module: str, extra: str, purpose: str):
         if exc.name and module.split(".", maxsplit=1)[0] != exc.name.split(".")[0]:
             raise  # the module exists but something inside it is broken: show the real error
         raise MissingDependencyError(module, extra, purpose) from None
+
+
+def first_line(exc: BaseException, limit: int = 160) -> str:
+    """An exception as one short line (class and the first line of its message): libraries'
+    multi-line explanations stay out of a user's terminal."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return f"{exc.__class__.__name__}: {lines[0][:limit]}" if lines else exc.__class__.__name__

@@ -207,7 +207,11 @@ class ResultsStore:
 
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path is not None else paths.default_db()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the folder of the results store {self.path}: "
+                             f"{exc.strerror or exc}") from None
         new = not self.path.exists()
         try:
             self._db = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None, check_same_thread=False)

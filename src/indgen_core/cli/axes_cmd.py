@@ -93,9 +93,13 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     lib = AxisLibrary()
     failed = 0
+    checked: dict[str, Path] = {}
     for path in args.files:
         try:
-            spec = lib.add_file(path)
+            spec = lib.add_file(path, replace=True)  # an edited copy of a known axis is checked in its place
+            if spec.name in checked and checked[spec.name].resolve() != Path(path).resolve():
+                raise ConfigError(path, f"axis '{spec.name}' is also defined in {checked[spec.name]}", field="name")
+            checked[spec.name] = Path(path)
             axis = lib.get(spec.name)
         except ConfigError as exc:
             print(f"FAIL {exc}")

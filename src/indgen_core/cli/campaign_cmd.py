@@ -89,24 +89,38 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _workers_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="spread the trials over N worker processes, each with its own simulator (0: one per "
-                   "core); a worker that dies costs a retry of its trial, never a result")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=_worker_count, default=1, metavar="N",
+                       help="spread the trials over N worker processes on this machine (a Dask LocalCluster on "
+                       "127.0.0.1; 0: one per core); a worker that dies costs a retry of its trial, never a result")
+    where.add_argument("--cluster", metavar="ADDRESS",
+                       help="run the trials on the Dask cluster whose scheduler is at ADDRESS (tcp://HOST:8786); "
+                       "this process alone writes the results store")
+
+
+def _worker_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--workers takes a whole number, not {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"--workers must be 0 (one per core) or more, not {value}")
+    return value
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         record = _plan(args, store)
-        return _run(store, record.id, args.workers)
+        return _run(store, record.id, args.workers, args.cluster)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         store.campaign(args.id)
-        return _run(store, args.id, args.workers)
+        return _run(store, args.id, args.workers, args.cluster)
 
 
-def _run(store, campaign_id: str, workers: int = 1) -> int:
+def _run(store, campaign_id: str, workers: int = 1, cluster: str | None = None) -> int:
     from indgen_core.analysis import summarize
     from indgen_core.inprocess import InProcessExecutor
     from indgen_core.progress import ProgressPrinter
@@ -115,17 +129,19 @@ def _run(store, campaign_id: str, workers: int = 1) -> int:
 
     record = store.campaign(campaign_id)
     total = len(store.planned_trials(campaign_id))
-    if workers != 1:
+    if cluster or workers != 1:
         from indgen_core import campaign as campaign_mod
+        from indgen_core import cluster as cluster_mod
         from indgen_core.errors import IndGenError
-        from indgen_core.parallel import default_workers, run_campaign_parallel
 
-        if campaign_mod.adaptive_rule(record) is not None:
-            raise IndGenError("an adaptive campaign decides trial by trial: run it with --workers 1")
-        with ProgressPrinter(total, f"campaign {campaign_id}") as bar:
-            summary = run_campaign_parallel(store, campaign_id, workers=workers or default_workers(),
-                                            progress=lambda done, tot, trial, res: bar.update(
-                                                done, f"{trial.trial_id}: {res.outcome.name.lower()}"))
+        if campaign_mod.adaptive_rule(record) is not None:  # before a cluster is started or joined
+            raise IndGenError("an adaptive campaign decides trial by trial: run it with --workers 1 and no --cluster")
+
+        with cluster_mod.connect(cluster, workers or cluster_mod.default_workers()) as client, \
+                ProgressPrinter(total, f"campaign {campaign_id}") as bar:
+            summary = cluster_mod.run_campaign_cluster(store, campaign_id, client,
+                                                       progress=lambda done, tot, trial, res: bar.update(
+                                                           done, f"{trial.trial_id}: {res.outcome.name.lower()}"))
     else:
         executor = InProcessExecutor(record.world, endpoints=record.config.get("endpoints"))
         try:

@@ -16,10 +16,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the checks as JSON instead of a table")
     p.add_argument("--no-render", action="store_true", help="skip the headless rendering probe (faster)")
+    p.add_argument("--cluster", metavar="ADDRESS", help="check the Dask cluster at ADDRESS instead: its workers, "
+                   "their IndGen version and the worlds and policies each has")
+    p.add_argument("--world", action="append", default=[], metavar="NAME",
+                   help="with --cluster: a world every worker must have (repeat for more)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.cluster:
+        return _cluster(args)
     from indgen_core import doctor
 
     results = doctor.run_checks(render_probe=not args.no_render)
@@ -39,3 +45,29 @@ def run(args: argparse.Namespace) -> int:
             table.add_row(c.item, f"[{style[c.status]}]{label}[/]", escape(c.detail), escape(c.fix))
         Console(width=160).print(table)
     return doctor.exit_status(results)
+
+
+def _cluster(args: argparse.Namespace) -> int:
+    """Every worker of the cluster against this machine: the same IndGen, the worlds asked for."""
+    from indgen_core import __version__, cluster
+
+    with cluster.connect(args.cluster) as client:
+        facts = cluster.cluster_facts(client)
+    if not facts:
+        print(f"cluster {args.cluster}: no workers")
+        return 1
+    problems = []
+    for address, f in sorted(facts.items()):
+        missing = [w for w in args.world if w not in f["worlds"]]
+        line = f"  {address}: IndGen {f['indgen']}, Python {f['python']}, worlds {', '.join(f['worlds'])}"
+        if f["indgen"] != __version__:
+            problems.append(f"{address} runs IndGen {f['indgen']}, this machine {__version__}")
+        if missing:
+            problems.append(f"{address} lacks the world(s) {', '.join(missing)}")
+        print(line)
+    same = "same IndGen as this machine" if all(f["indgen"] == __version__ for f in facts.values()) else \
+        "NOT the same IndGen everywhere"
+    print(f"cluster {args.cluster}: {len(facts)} worker{'s' * (len(facts) != 1)}, {same} ({__version__})")
+    for problem in problems:
+        print(f"problem: {problem}")
+    return 1 if problems else 0

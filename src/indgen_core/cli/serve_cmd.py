@@ -80,15 +80,17 @@ def run(args: argparse.Namespace) -> int:
 def load_policy(factory, kwargs: dict, name: str):
     """One instance, or one sentence saying why not (a checkpoint that is not one, a missing
     file): the loader's own multi-line messages stay out of the user's terminal."""
-    from indgen_core.errors import IndGenError
+    from indgen_core.errors import IndGenError, first_line
 
     try:
         return factory(**kwargs)
-    except IndGenError:
-        raise
+    except IndGenError as exc:
+        lines = str(exc).strip().splitlines()
+        if len(lines) <= 1:
+            raise
+        raise IndGenError(lines[0]) from None
     except FileNotFoundError as exc:
         raise IndGenError(f"policy '{name}': no such file {exc.filename or exc}") from None
     except Exception as exc:
-        first = (str(exc).strip().splitlines() or [exc.__class__.__name__])[0][:200]
         where = f" from {kwargs['checkpoint']}" if "checkpoint" in kwargs else ""
-        raise IndGenError(f"policy '{name}' could not be loaded{where}: {first}") from None
+        raise IndGenError(f"policy '{name}' could not be loaded{where}: {first_line(exc, 200)}") from None

@@ -163,7 +163,7 @@ def save_checkpoint(model: BlockEnvModel, path: Path, info: dict[str, Any] | Non
 
 
 def load_checkpoint(path: Path) -> BlockEnvModel:
-    from indgen_core.errors import IndGenError
+    from indgen_core.errors import IndGenError, first_line
 
     path = Path(path)
     if not path.is_file():
@@ -173,5 +173,5 @@ def load_checkpoint(path: Path) -> BlockEnvModel:
         model = MODELS[ckpt["model"]](**ckpt["config"])
         model.load_state_dict(ckpt["state_dict"])
     except Exception as exc:  # a truncated or foreign file
-        raise IndGenError(f"{path} is not a readable BlockEnv checkpoint ({exc.__class__.__name__}: {exc})") from None
+        raise IndGenError(f"{path} is not a readable BlockEnv checkpoint ({first_line(exc)})") from None
     return model.eval()

@@ -8,8 +8,8 @@ import json
 import time
 from pathlib import Path
 
+from indgen_core import cluster
 from indgen_core.campaign import CampaignConfig, plan_campaign
-from indgen_core.parallel import run_campaign_parallel
 from indgen_sim.libero import suite
 
 MARK = {"certified": "ok", "infeasible": "INFEASIBLE", "rejected": "rejected", "not run": "not run"}
@@ -18,14 +18,14 @@ MARK = {"certified": "ok", "infeasible": "INFEASIBLE", "rejected": "rejected", "
 def certify(store, tasks, axes, levels, trials: int = 1, workers: int | None = None, log=print) -> list[dict]:
     """One oracle certify campaign per (axis, task), run on worker processes; the table rows."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    for axis in axes:
-        for task in tasks:
+    with cluster.connect(workers=workers or cluster.default_workers()) as client:
+        for axis, task in ((a, t) for a in axes for t in tasks):
             config = CampaignConfig(name=f"libero_certify_{axis}_t{task}", axis=axis, world="libero",
                                     world_options={"task": task}, policies=["libero_oracle"], levels=levels,
                                     trials_per_level=trials, purpose="certify", seed=task, group=f"certify-{stamp}")
             record = plan_campaign(store, config, campaign_id=f"{config.name}-{stamp}")
             t0 = time.monotonic()
-            run_campaign_parallel(store, record.id, workers=workers, world_options={"cameras": False})
+            cluster.run_campaign_cluster(store, record.id, client, world_options={"cameras": False})
             rows = level_rows(store, record.id, task, axis, levels)
             log(f"{axis} task {task}: " + " ".join(f"k={r['k']}:{MARK[r['state']]}" for r in rows)
                 + f" ({time.monotonic() - t0:.0f} s)")

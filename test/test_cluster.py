@@ -1,0 +1,204 @@
+"""Campaigns on Dask: a scheduler and two worker processes on 127.0.0.1, started as a user
+would start them on several machines (`dask scheduler`, `dask worker`), and `--workers N`
+(a LocalCluster on loopback). Every trial committed exactly once, the outcomes of a
+sequential run; a worker killed mid-trial, the driver killed and resumed, and the scheduler
+going away, each with nothing lost or doubled."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import servers
+import toy_setup
+import yaml
+
+from indgen_core.store import ResultsStore
+
+pytestmark = [pytest.mark.slow]
+
+DASK_ENV = {"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0",
+            "DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION": "1.0"}
+
+
+def _bin(name: str) -> str:
+    return os.path.join(os.path.dirname(sys.executable), name)
+
+
+class Cluster:
+    """`dask scheduler` and `dask worker` processes on loopback, as on real machines."""
+
+    def __init__(self, env, workers: int = 2):
+        self.port = servers.free_port()
+        self.address = f"tcp://127.0.0.1:{self.port}"
+        self.env = dict(env, **DASK_ENV)
+        self.scheduler = subprocess.Popen([_bin("dask"), "scheduler", "--host", "127.0.0.1", "--port", str(self.port),
+                                           "--no-dashboard"], env=self.env, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL)
+        self.workers = [self._worker() for _ in range(workers)]
+        self.wait(workers)
+
+    def _worker(self) -> subprocess.Popen:
+        return subprocess.Popen([_bin("dask"), "worker", self.address, "--nthreads", "1", "--nworkers", "1",
+                                 "--host", "127.0.0.1", "--no-dashboard"], env=self.env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+
+    def wait(self, n: int, timeout: float = 60.0) -> None:
+        from distributed import Client
+
+        with Client(self.address, timeout=timeout) as client:
+            client.wait_for_workers(n, timeout=timeout)
+
+    def close(self) -> None:
+        for proc in [*self.workers, self.scheduler]:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in [*self.workers, self.scheduler]:
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def indgen(*args: str, env=None, expect: int | None = 0, timeout: float = 600) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "indgen_core.cli", *args], capture_output=True, text=True,
+                          env=env, timeout=timeout)
+    if expect is not None:
+        assert proc.returncode == expect, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+def _rows(db, cid):
+    """trial -> (outcome, steps); how many results the store holds (one per trial: never
+    doubled); trial -> attempts (aborted ones included)."""
+    with ResultsStore(db) as store:
+        rows = store.rows(cid)
+        committed = store._db.execute("SELECT COUNT(*) FROM results WHERE campaign_id=?", (cid,)).fetchone()[0]
+        return ({r.trial_id: (r.outcome, r.steps) for r in rows}, committed,
+                {r.trial_id: store.attempt_count(cid, r.trial_id) for r in rows})
+
+
+@pytest.fixture
+def toy(tmp_path, monkeypatch):
+    env = dict(os.environ, **toy_setup.toy_env(monkeypatch, tmp_path), TOY_STEP_DELAY="0.05")
+    campaign = toy_setup.campaign_yaml(tmp_path, levels=[0, 1, 2, 3])
+    db = tmp_path / "r.sqlite"
+    indgen("campaign", "run", str(toy_setup.campaign_yaml(tmp_path, "toy_cert", purpose="certify",
+                                                          trials_per_level=6, seed=3, levels=[0, 1, 2, 3, 4])),
+           "--id", "cert", "--db", str(db), env=env)
+    indgen("campaign", "run", str(campaign), "--id", "seq", "--db", str(db), env=env)
+    seq, _, _ = _rows(db, "seq")
+    return {"env": env, "campaign": campaign, "db": db, "seq": seq, "tmp": tmp_path}
+
+
+def test_blockenv_and_twin_campaigns_on_a_two_worker_cluster_equal_a_sequential_run(tmp_path, repo):
+    db = tmp_path / "r.sqlite"
+    env = dict(os.environ)
+    twin = tmp_path / "twin.yaml"
+    twin.write_text(yaml.safe_dump({"name": "tw", "axis": "stack", "world": "droid_twin",
+                                    "policies": ["droid_twin_oracle"], "levels": [0, 1], "trials_per_level": 3,
+                                    "seed": 4, "purpose": "certify"}))
+    blockenv = repo / "config" / "campaigns" / "blockenv_oracle.yaml"
+    for cfg, cid in ((blockenv, "b-seq"), (twin, "t-seq")):
+        indgen("campaign", "run", str(cfg), "--id", cid, "--db", str(db), env=env)
+    cluster = Cluster(env)
+    try:
+        out = indgen("doctor", "--cluster", cluster.address, env=env).stdout
+        assert "2 workers" in out and "same IndGen" in out
+        for cfg, cid in ((blockenv, "b-dask"), (twin, "t-dask")):
+            indgen("campaign", "run", str(cfg), "--id", cid, "--db", str(db), "--cluster", cluster.address, env=env)
+    finally:
+        cluster.close()
+    for name in ("b", "t"):
+        seq, _, _ = _rows(db, f"{name}-seq")
+        got, committed, attempts = _rows(db, f"{name}-dask")
+        assert got == seq and committed == len(seq) and set(attempts.values()) == {1}
+
+
+def test_a_worker_killed_mid_trial_costs_one_retry(toy):
+    marker = toy["tmp"] / "crashed"
+    env = dict(toy["env"], TOY_CRASH_ONCE=str(marker))  # the worker that reaches k=2, trial 1 dies there
+    cluster = Cluster(env)
+    try:
+        out = indgen("campaign", "run", str(toy["campaign"]), "--id", "dask", "--db", str(toy["db"]),
+                     "--cluster", cluster.address, env=env)
+    finally:
+        cluster.close()
+    assert marker.exists() and "ran 16 trials" in out.stdout
+    got, committed, attempts = _rows(toy["db"], "dask")
+    assert got == toy["seq"] and committed == 16
+    assert sorted(attempts.values()) == [1] * 15 + [2]  # the killed attempt is in the store as aborted
+
+
+def test_workers_n_is_a_local_cluster_with_the_same_guarantees(toy):
+    marker = toy["tmp"] / "crashed-local"
+    env = dict(toy["env"], TOY_CRASH_ONCE=str(marker))
+    out = indgen("campaign", "run", str(toy["campaign"]), "--id", "local", "--db", str(toy["db"]), "--workers", "2",
+                 env=env)
+    assert marker.exists() and "ran 16 trials" in out.stdout
+    got, committed, attempts = _rows(toy["db"], "local")
+    assert got == toy["seq"] and committed == 16 and sorted(attempts.values()) == [1] * 15 + [2]
+
+
+def _run_until(cmd, env, db, cid, done_at: int) -> subprocess.Popen:
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        with ResultsStore(db) as store:
+            if store.has_campaign(cid) and sum(r.status == "done" for r in store.rows(cid)) >= done_at:
+                return proc
+        time.sleep(0.05)
+    raise AssertionError(f"the campaign did not reach {done_at} results: {proc.communicate()}")
+
+
+def test_the_driver_killed_and_resumed(toy):
+    cluster = Cluster(toy["env"])
+    try:
+        cmd = [sys.executable, "-m", "indgen_core.cli", "campaign", "run", str(toy["campaign"]), "--id", "drv",
+               "--db", str(toy["db"]), "--cluster", cluster.address]
+        proc = _run_until(cmd, toy["env"], toy["db"], "drv", 5)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        indgen("campaign", "resume", "drv", "--db", str(toy["db"]), "--cluster", cluster.address, env=toy["env"])
+    finally:
+        cluster.close()
+    got, committed, _ = _rows(toy["db"], "drv")
+    assert got == toy["seq"] and committed == 16
+
+
+def test_a_scheduler_that_goes_away_stops_the_campaign_in_one_sentence(toy):
+    cluster = Cluster(toy["env"])
+    try:
+        cmd = [sys.executable, "-m", "indgen_core.cli", "campaign", "run", str(toy["campaign"]), "--id", "gone",
+               "--db", str(toy["db"]), "--cluster", cluster.address]
+        proc = _run_until(cmd, toy["env"], toy["db"], "gone", 3)
+        cluster.scheduler.send_signal(signal.SIGKILL)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        cluster.close()
+    assert proc.returncode == 2, err
+    lines = [line for line in err.splitlines() if line.startswith("indgen:")]
+    assert len(lines) == 1 and "Dask scheduler" in lines[0], err
+    with ResultsStore(toy["db"]) as store:
+        kept = sum(r.status == "done" for r in store.rows("gone"))
+    assert kept >= 3
+    cluster = Cluster(toy["env"])  # a new scheduler: resume finishes it
+    try:
+        indgen("campaign", "resume", "gone", "--db", str(toy["db"]), "--cluster", cluster.address, env=toy["env"])
+    finally:
+        cluster.close()
+    got, committed, _ = _rows(toy["db"], "gone")
+    assert got == toy["seq"] and committed == 16
+
+
+def test_no_scheduler_there(toy):
+    port = servers.free_port()
+    proc = indgen("campaign", "run", str(toy["campaign"]), "--db", str(toy["db"]), "--cluster",
+                  f"tcp://127.0.0.1:{port}", env=toy["env"], expect=2)
+    assert proc.stderr.strip().count("\n") == 0 and "no Dask scheduler answers" in proc.stderr
+    proc = indgen("doctor", "--cluster", f"tcp://127.0.0.1:{port}", env=toy["env"], expect=None)
+    assert proc.returncode != 0 and "no Dask scheduler answers" in proc.stdout + proc.stderr
