@@ -155,27 +155,39 @@ def _run_until(cmd, env, db, cid, done_at: int) -> subprocess.Popen:
     raise AssertionError(f"the campaign did not reach {done_at} results: {proc.communicate()}")
 
 
+def _start(toy, cid: str, cluster: Cluster, done_at: int) -> subprocess.Popen:
+    """`indgen campaign run` on the cluster, returned once `done_at` results are committed."""
+    cmd = [sys.executable, "-m", "indgen_core.cli", "campaign", "run", str(toy["campaign"]), "--id", cid,
+           "--db", str(toy["db"]), "--cluster", cluster.address]
+    return _run_until(cmd, toy["env"], toy["db"], cid, done_at)
+
+
+def _resume_and_compare(toy, cid: str) -> None:
+    """`resume --cluster` on a fresh cluster finishes the campaign as a sequential run did."""
+    cluster = Cluster(toy["env"])
+    try:
+        indgen("campaign", "resume", cid, "--db", str(toy["db"]), "--cluster", cluster.address, env=toy["env"])
+    finally:
+        cluster.close()
+    got, committed, _ = _rows(toy["db"], cid)
+    assert got == toy["seq"] and committed == 16
+
+
 def test_the_driver_killed_and_resumed(toy):
     cluster = Cluster(toy["env"])
     try:
-        cmd = [sys.executable, "-m", "indgen_core.cli", "campaign", "run", str(toy["campaign"]), "--id", "drv",
-               "--db", str(toy["db"]), "--cluster", cluster.address]
-        proc = _run_until(cmd, toy["env"], toy["db"], "drv", 5)
+        proc = _start(toy, "drv", cluster, 5)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        indgen("campaign", "resume", "drv", "--db", str(toy["db"]), "--cluster", cluster.address, env=toy["env"])
     finally:
         cluster.close()
-    got, committed, _ = _rows(toy["db"], "drv")
-    assert got == toy["seq"] and committed == 16
+    _resume_and_compare(toy, "drv")
 
 
 def test_a_scheduler_that_goes_away_stops_the_campaign_in_one_sentence(toy):
     cluster = Cluster(toy["env"])
     try:
-        cmd = [sys.executable, "-m", "indgen_core.cli", "campaign", "run", str(toy["campaign"]), "--id", "gone",
-               "--db", str(toy["db"]), "--cluster", cluster.address]
-        proc = _run_until(cmd, toy["env"], toy["db"], "gone", 3)
+        proc = _start(toy, "gone", cluster, 3)
         cluster.scheduler.send_signal(signal.SIGKILL)
         _, err = proc.communicate(timeout=120)
     finally:
@@ -184,15 +196,8 @@ def test_a_scheduler_that_goes_away_stops_the_campaign_in_one_sentence(toy):
     lines = [line for line in err.splitlines() if line.startswith("indgen:")]
     assert len(lines) == 1 and "Dask scheduler" in lines[0], err
     with ResultsStore(toy["db"]) as store:
-        kept = sum(r.status == "done" for r in store.rows("gone"))
-    assert kept >= 3
-    cluster = Cluster(toy["env"])  # a new scheduler: resume finishes it
-    try:
-        indgen("campaign", "resume", "gone", "--db", str(toy["db"]), "--cluster", cluster.address, env=toy["env"])
-    finally:
-        cluster.close()
-    got, committed, _ = _rows(toy["db"], "gone")
-    assert got == toy["seq"] and committed == 16
+        assert sum(r.status == "done" for r in store.rows("gone")) >= 3  # every committed result kept
+    _resume_and_compare(toy, "gone")  # a new scheduler: resume finishes it
 
 
 def test_no_scheduler_there(toy):

@@ -25,7 +25,8 @@ def load_launch_file(repo, name="blockenv_axis"):
 def test_launch_file_and_indgen_launch_describe_the_same_graph(repo):
     module = load_launch_file(repo)
     nodes = module.describe(port="9001", server_uri="ws://127.0.0.1:9001", db="/tmp/x.sqlite")
-    assert [n.name for n in nodes] == ["policy_server", "sim_bridge", "policy_node", "scorer", "progression_manager"]
+    assert [n.name for n in nodes] == ["policy_server", "sim_bridge", "policy_node", "recorder", "scorer",
+                                       "progression_manager"]
     proc = subprocess.run([sys.executable, "-m", "indgen_core.cli", "launch", "blockenv_axis", "--show", "port:=9001",
                            "server_uri:=ws://127.0.0.1:9001", "db:=/tmp/x.sqlite"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
@@ -86,14 +87,15 @@ def test_generate_launch_description_builds_one_action_per_process(repo, monkeyp
                     "server_uri": "ws://127.0.0.1:9002", "campaign": "c.yaml"})
     actions = opaque.kwargs["function"](context)
     nodes = [kw for kind, _, kw in made if kind == "node"]
-    assert [n["executable"] for n in nodes] == ["sim_bridge", "policy_node", "scorer", "progression_manager"]
+    assert [n["executable"] for n in nodes] == ["sim_bridge", "policy_node", "recorder", "scorer",
+                                                "progression_manager"]
     assert nodes[1]["parameters"] == [{"spec": ("ParameterValue", "blockenv", str),
                                        "server_uri": ("ParameterValue", "ws://127.0.0.1:9002", str)}]
     process = next(kw for kind, _, kw in made if kind == "process")
     assert process["cmd"] == ["indgen", "serve-policy", "--port", "9002", "--", "blockenv_rnn"]
     assert process["respawn"] is True and nodes[0]["respawn"] is True and "respawn" not in nodes[-1]
     assert any(kind == "on_exit" for kind, _, _ in made)  # the campaign's end ends the launch
-    assert len(actions) == 6  # 5 processes + the shutdown handler of the required one
+    assert len(actions) == 7  # 6 processes + the shutdown handler of the required one
 
 
 def test_profile_arguments_and_conditions(repo):
@@ -125,7 +127,10 @@ def test_twin_axis_launch_files_and_the_sim_argument(repo, name):
     axis = name.split("_")[0]
     assert pm.parameters["campaign"] == f"campaigns/twin_{axis}_oracle.yaml"  # scale_axis extends stack_axis
     mock = {n.name: n for n in module.describe(sim="false")}
-    assert list(mock) == ["policy_server", "fr3_runner", "fr3_stand_in", "policy_node", "scorer", "progression_manager"]
+    assert list(mock) == ["policy_server", "fr3_runner", "fr3_stand_in", "policy_node", "recorder", "scorer",
+                          "progression_manager"]
+    assert mock["recorder"].parameters["split_mb"] == 1024.0
+    assert "recorder" not in {n.name for n in module.describe(sim="false", record="false")}
     assert mock["policy_node"].parameters["robot"] == "fr3_robotiq_zed" and mock["policy_node"].parameters["privileged"]
     assert mock["progression_manager"].parameters["campaign"] == f"campaigns/fr3_{axis}_oracle.yaml"  # when: not sim
     real = {n.name: n for n in module.describe(sim="false", robot="real")}
