@@ -78,7 +78,9 @@ def release_estop(node) -> None:
 
     client = node.create_client(SetBool, "/indgen/estop")
     if spin_until(node, client.service_is_ready, 10):
-        future = call_with_retry(node, lambda: client.call_async(SetBool.Request(data=False)))
+        # the graph is still digesting the fuzz (and recording it) on two cores: allow it time
+        future = call_with_retry(node, lambda: client.call_async(SetBool.Request(data=False)), timeout=60.0,
+                                 attempt_timeout=5.0)
         assert future is not None and future.result().success
     node.destroy_client(client)
 

@@ -167,6 +167,10 @@ class StampedTickIO:
             del self.pending[stamp]
             self._complete(parts)
 
+    def forget(self) -> None:
+        """Drop every incomplete tick (a new attempt begins: their parts belong to the last one)."""
+        self.pending.clear()
+
     def _wall_clock_tick(self, tick) -> None:
         parts, now = {"tick": tick}, time.monotonic()
         for key in self.needed - {"tick"}:

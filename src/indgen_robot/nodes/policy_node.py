@@ -78,9 +78,10 @@ class PolicyNode(Node):
                              if self.p["publish_exchanges"] else None)
         subscribe(self, TaskSetup, topics.TASK_SETUP, self._on_setup, LATCHED)
         self.setups: dict[str, object] = {}
+        self._attempts: dict[str, tuple[int, int]] = {}  # trial -> its current setup's stamp
+        self._chunk: tuple[str, int, list] | None = None
         self.io = io_cls(self, self._on_tick)
         self._ticks: queue.Queue[Tick] = queue.Queue()
-        self._chunk: tuple[str, int, list] | None = None
         self._stop = threading.Event()
         self._connected = threading.Event()
         self.requests = 0
@@ -137,6 +138,18 @@ class PolicyNode(Node):
         self.setups[msg.trial_id] = convert.setup_from_msg(msg)
         if len(self.setups) > 64:
             self.setups.pop(next(iter(self.setups)))
+        stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec)
+        if self._attempts.get(msg.trial_id) != stamp:
+            # a new attempt starts clean: no chunk of an earlier attempt, no observation parts a
+            # world that died (or gave up) left half sent, whose stamps a restarted world reuses
+            self._attempts[msg.trial_id] = stamp
+            if self._chunk and self._chunk[0] == msg.trial_id:
+                self._chunk = None
+            forget = getattr(self.io, "forget", None)
+            if forget is not None:
+                forget()
+            while len(self._attempts) > 64:
+                self._attempts.pop(next(iter(self._attempts)))
 
     def _on_tick(self, tick: Tick) -> None:
         self._ticks.put(tick)
@@ -174,7 +187,7 @@ class PolicyNode(Node):
 
     def _action_for(self, tick: Tick, setup) -> dict:
         chunk = self._chunk
-        if chunk and chunk[0] == tick.trial_id and 0 <= tick.step - chunk[1] < len(chunk[2]):
+        if chunk and chunk[0] == tick.trial_id and tick.step and 0 <= tick.step - chunk[1] < len(chunk[2]):
             return chunk[2][tick.step - chunk[1]]
         if tick.step == 0:
             self.client.reset()
