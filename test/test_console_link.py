@@ -29,10 +29,10 @@ def _wait(predicate, timeout=30.0):
 
 
 def test_two_consoles_on_one_prompt_one_answer_is_accepted(tmp_path, ros_context):
+    import contextlib
     import subprocess
-    import threading
 
-    from rclpy.executors import SingleThreadedExecutor
+    from ros_helpers import spinning
 
     from indgen_msgs.srv import PrepareTrial
     from indgen_robot.console.link import ConsoleLink
@@ -43,7 +43,8 @@ def test_two_consoles_on_one_prompt_one_answer_is_accepted(tmp_path, ros_context
     pm = subprocess.Popen([graph.executable_path("progression_manager"), "--ros-args", "-p", f"campaign:={campaign}",
                            "-p", "campaign_id:=two", "-p", f"db:={tmp_path / 'r.db'}", "-p", "allow_uncertified:=true",
                            "-p", "override_reason:='test: no world runs'", "-p", "wait_for_operator:=true",
-                           "-p", "server_wait_s:=1.0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                           "-p", "server_wait_s:=10.0"], stdout=(tmp_path / "pm.log").open("w"),
+                          stderr=subprocess.STDOUT, text=True)  # a file: an unread pipe fills and blocks it
     world = rclpy.create_node("world", context=ros_context)
 
     def ready(request, response):
@@ -51,35 +52,27 @@ def test_two_consoles_on_one_prompt_one_answer_is_accepted(tmp_path, ros_context
         return response
 
     world.create_service(PrepareTrial, "/indgen/prepare_trial", ready)
-    executor = SingleThreadedExecutor(context=ros_context)
-    executor.add_node(world)
-    done = threading.Event()
-
-    def spin():
-        while not done.is_set():
-            executor.spin_once(timeout_sec=0.05)
-
-    threading.Thread(target=spin, daemon=True).start()
-    a, b = m.ConsoleModel(operator="ada"), m.ConsoleModel(operator="bob")
-    link_a, link_b = ConsoleLink(a, ros_context), ConsoleLink(b, ros_context)
-    watcher_model = m.ConsoleModel(operator="eve", role="watch")
-    watcher = ConsoleLink(watcher_model, ros_context, watch=True)
-    try:
-        assert _wait(lambda: a.state == m.SETUP and b.state == m.SETUP and link_a.session and link_b.session, 60)
-        assert watcher_model.press("enter") == [] and "only watches" in watcher_model.message
-        answers = [model.press("enter") for model in (a, b)]
-        results = [link._deliver(req[0]) for link, req in zip((link_a, link_b), answers, strict=True)]
-        accepted = [r for r in results if r == "done accepted"]
-        refused = [r for r in results if r.startswith("refused: no open prompt")]
-        assert len(accepted) == 1 and len(refused) == 1, results
-        assert "\n" not in refused[0]
-    finally:
-        done.set()
-        for link in (link_a, link_b, watcher):
-            link.close()
-        world.destroy_node()
-        pm.terminate()
-        pm.wait(15)
+    with contextlib.ExitStack() as cleanup:
+        cleanup.callback(lambda: (pm.terminate(), pm.wait(15)))
+        cleanup.callback(world.destroy_node)
+        cleanup.enter_context(spinning(world, period=0.05))  # stops first, before the node goes
+        a, b = m.ConsoleModel(operator="ada"), m.ConsoleModel(operator="bob")
+        link_a, link_b = ConsoleLink(a, ros_context), ConsoleLink(b, ros_context)
+        watcher_model = m.ConsoleModel(operator="eve", role="watch")
+        watcher = ConsoleLink(watcher_model, ros_context, watch=True)
+        try:
+            assert _wait(lambda: a.state == m.SETUP and b.state == m.SETUP and link_a.session and link_b.session,
+                         60), (tmp_path / "pm.log").read_text()[-3000:]
+            assert watcher_model.press("enter") == [] and "only watches" in watcher_model.message
+            answers = [model.press("enter") for model in (a, b)]
+            results = [link._deliver(req[0]) for link, req in zip((link_a, link_b), answers, strict=True)]
+            accepted = [r for r in results if r == "done accepted"]
+            refused = [r for r in results if r.startswith("refused: no open prompt")]
+            assert len(accepted) == 1 and len(refused) == 1, results
+            assert "\n" not in refused[0]
+        finally:
+            for link in (link_a, link_b, watcher):
+                link.close()
 
 
 @pytest.mark.slow

@@ -10,12 +10,11 @@ import json
 import os
 import signal
 import subprocess
-import threading
 import time
 
 import numpy as np
 import pytest
-from ros_helpers import spin_until
+from ros_helpers import spin_until, spinning
 
 from indgen_core import graph, topics
 from indgen_core.robot_config import load_robot_config
@@ -95,24 +94,10 @@ def robot(ros_context):
                       "image_width:=64", "image_height:=36")
     runner = _start("fr3_runner")
     node = rclpy.create_node("runner_test", context=ros_context)
-    from rclpy.executors import SingleThreadedExecutor
-
-    executor = SingleThreadedExecutor(context=ros_context)
-    executor.add_node(node)
-    stop = threading.Event()
-
-    def spin():
-        while not stop.is_set():
-            executor.spin_once(timeout_sec=0.02)
-
-    thread = threading.Thread(target=spin, daemon=True)
-    thread.start()
     try:
-        yield node, stand_in, runner
+        with spinning(node):
+            yield node, stand_in, runner
     finally:
-        stop.set()
-        thread.join(5)
-        executor.shutdown()
         node.destroy_node()
         logs = _stop(runner), _stop(stand_in)
         assert "REFLEX" not in logs[1], logs[1][-3000:]

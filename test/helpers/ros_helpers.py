@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -29,6 +31,30 @@ def spin_until(node, predicate, timeout: float, executor=None) -> bool:
         if own:
             executor.remove_node(node)
             executor.shutdown()
+
+
+@contextlib.contextmanager
+def spinning(node, period: float = 0.02):
+    """`node` spun on a background thread for the duration of the block (servers a test
+    provides, subscriptions it reads from while it does other things)."""
+    from rclpy.executors import SingleThreadedExecutor
+
+    executor = SingleThreadedExecutor(context=node.context)
+    executor.add_node(node)
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set():
+            executor.spin_once(timeout_sec=period)
+
+    thread = threading.Thread(target=spin, daemon=True)
+    thread.start()
+    try:
+        yield executor
+    finally:
+        stop.set()
+        thread.join(5)
+        executor.shutdown()
 
 
 def start_peer(role: str) -> subprocess.Popen:
