@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 import pytest
+from procs import LoggedProcess
 from ros_helpers import spin_until, spinning
 
 from indgen_core import graph, topics
@@ -30,7 +31,7 @@ def _start(executable: str, *params: str) -> subprocess.Popen:
         argv += ["-p", p]
     env = dict(os.environ)
     env.pop("MENAGERIE_ROOT", None)
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    return LoggedProcess(argv, env=env)
 
 
 def _stop(proc) -> str:
@@ -40,7 +41,7 @@ def _stop(proc) -> str:
             proc.wait(15)
         except subprocess.TimeoutExpired:
             proc.kill()
-    return proc.stdout.read()
+    return proc.output()
 
 
 class FakePolicy:

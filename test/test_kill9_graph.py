@@ -47,7 +47,7 @@ class Graph:
 
     def start(self) -> None:
         self.launches += 1
-        self.proc = graphs.launch(self.profile, *self.assignments, env=self.env)
+        self.proc = graphs.launch(self.profile, *self.assignments, env=self.env, pipe=True)
         threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
 
     def _read(self, proc) -> None:

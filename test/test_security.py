@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from procs import LoggedProcess
 from ros_helpers import call_with_retry, spin_until
 
 from indgen_core import graph, paths, records
@@ -23,17 +24,17 @@ def _node_process(executable: str, *params: str) -> subprocess.Popen:
     argv = [graph.executable_path(executable), "--ros-args"]
     for p in params:
         argv += ["-p", p]
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return LoggedProcess(argv)
 
 
 def _stop(proc: subprocess.Popen) -> str:
     proc.terminate()
     try:
-        out, _ = proc.communicate(timeout=15)
+        proc.wait(timeout=15)
     except subprocess.TimeoutExpired:
         proc.kill()
-        out, _ = proc.communicate()
-    return out
+        proc.wait()
+    return proc.output()
 
 
 def _blockenv_campaign(store, cid="sec", trials=1, levels=(0,)):

@@ -189,7 +189,7 @@ def test_crafted_frames_close_only_their_own_connection_and_the_server_keeps_ser
         stop.set()
         watcher.join(10)
         servers.stop(proc)
-    log = proc.stdout.read()
+    log = proc.output()
     assert failures == [], failures
     assert codes.pop("2 GiB declared frame") == 1009
     assert set(codes.values()) == {1007}, codes

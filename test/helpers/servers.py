@@ -8,6 +8,8 @@ import sys
 import time
 import urllib.request
 
+from procs import LoggedProcess
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -15,11 +17,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_healthy(port: int, timeout: float = 60.0, proc: subprocess.Popen | None = None) -> None:
+def wait_healthy(port: int, timeout: float = 60.0, proc: LoggedProcess | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"policy server exited: {proc.stdout.read() if proc.stdout else ''}")
+            raise RuntimeError(f"policy server exited: {proc.output()}")
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as r:
                 if r.status == 200:
@@ -29,9 +31,9 @@ def wait_healthy(port: int, timeout: float = 60.0, proc: subprocess.Popen | None
     raise TimeoutError(f"no policy server on port {port}")
 
 
-def start_server(policy: str, port: int, *extra: str, env=None) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "indgen_core.cli", "serve-policy", policy, "--port", str(port),
-                             *extra], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+def start_server(policy: str, port: int, *extra: str, env=None) -> LoggedProcess:
+    proc = LoggedProcess([sys.executable, "-m", "indgen_core.cli", "serve-policy", policy, "--port", str(port),
+                          *extra], env=env)
     wait_healthy(port, proc=proc)
     return proc
 

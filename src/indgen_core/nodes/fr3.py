@@ -33,6 +33,14 @@ class BadCommand(ValueError):
     """A command message that must not be applied (wrong size, NaN)."""
 
 
+def brief(values: np.ndarray, shown: int = 8) -> str:
+    """The first values of what a message carried and how many there were: a log line about a
+    garbage command stays one line, however many values the garbage had."""
+    flat = np.asarray(values).ravel()
+    head = ", ".join(f"{v:.6g}" for v in flat[:shown])
+    return f"[{head}]" if flat.size <= shown else f"[{head}, ...] ({flat.size} values)"
+
+
 def joint_state(q, dq, gripper: float, stamp) -> JointState:
     msg = JointState(name=[*ARM_JOINTS, GRIPPER_JOINT], position=[*map(float, q), float(gripper) * GRIPPER_CLOSED_RAD],
                      velocity=[*map(float, dq), 0.0])
@@ -73,14 +81,14 @@ def read_arm_command(msg: Float64MultiArray) -> np.ndarray:
     """rad/s back to DROID's normalised velocities; BadCommand for anything not executable."""
     v = np.asarray(msg.data, dtype=np.float64)
     if v.shape != (7,) or not np.all(np.isfinite(v)):
-        raise BadCommand(f"arm command must be 7 finite velocities, got {v.tolist()}")
+        raise BadCommand(f"arm command must be 7 finite velocities, got {brief(v)}")
     return v / RAD_PER_S_AT_ONE
 
 
 def read_gripper_command(msg: Float64MultiArray) -> float:
     g = np.asarray(msg.data, dtype=np.float64)
     if g.shape != (1,) or not np.isfinite(g[0]):
-        raise BadCommand(f"gripper command must be one finite position, got {g.tolist()}")
+        raise BadCommand(f"gripper command must be one finite position, got {brief(g)}")
     return float(np.clip(g[0] / GRIPPER_CLOSED_RAD, 0.0, 1.0))
 
 
@@ -100,7 +108,7 @@ MAX_IMAGE_SIDE = 8192
 def read_image(msg: Image) -> np.ndarray:
     """An (h, w, 3) RGB array from any of ENCODINGS; BadCommand for anything else."""
     if msg.encoding not in ENCODINGS:
-        raise BadCommand(f"camera image encoding {msg.encoding!r} is not one of {', '.join(ENCODINGS)}")
+        raise BadCommand(f"camera image encoding {msg.encoding[:32]!r} is not one of {', '.join(ENCODINGS)}")
     channels, order = ENCODINGS[msg.encoding]
     h, w, step = int(msg.height), int(msg.width), int(msg.step)
     if not (0 < h <= MAX_IMAGE_SIDE and 0 < w <= MAX_IMAGE_SIDE) or step < w * channels or len(msg.data) < h * step:

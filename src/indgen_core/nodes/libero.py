@@ -10,7 +10,7 @@ from geometry_msgs.msg import Point, PoseStamped, Quaternion
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from indgen_core.nodes.fr3 import BadCommand, command
+from indgen_core.nodes.fr3 import BadCommand, brief, command
 from indgen_core.specs.libero import axis_angle_to_quat_xyzw, quat_xyzw_to_axis_angle
 
 FINGERS = ("gripper0_finger_joint1", "gripper0_finger_joint2")
@@ -45,5 +45,5 @@ def osc_command(action, sequence: int) -> Float64MultiArray:
 def read_osc_command(msg: Float64MultiArray) -> np.ndarray:
     a = np.asarray(msg.data, dtype=np.float64)
     if a.shape != (7,) or not np.all(np.isfinite(a)):
-        raise BadCommand(f"LIBERO command must be 7 finite values, got {a.tolist()}")
+        raise BadCommand(f"LIBERO command must be 7 finite values, got {brief(a)}")
     return a

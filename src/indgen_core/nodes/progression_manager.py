@@ -310,7 +310,8 @@ class ProgressionManager(Node):
         if accepted:
             role = "operate" if request.role == operator.OPERATE else "watch"
             who = self.flow.desk.consoles[str(request.console_id)].operator
-            self.get_logger().info(f"console {str(request.console_id)!r} ({who or 'unnamed'!r}) registered to {role}")
+            self.get_logger().info(f"console {str(request.console_id)[:80]!r} ({(who or 'unnamed')[:80]!r}) "
+                                   f"registered to {role}")
             response.campaign_id = self.record.id
             response.prompt = self._open_prompt if self.flow.desk.prompt is not None else OperatorPrompt()
         return response
