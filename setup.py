@@ -115,6 +115,7 @@ setup(
             "droid_twin_oracle = indgen_sim.twin.oracle:TwinOracle",
             "droid_pi05_standin = indgen_sim.twin.pi05_standin:Pi05StandIn",
             "droid_twin_bc = indgen_sim.twin.bc:TwinBCPolicy",
+            "droid_twin_vision = indgen_sim.twin.vision:TwinVisionPolicy",
             "libero_oracle = indgen_sim.libero.oracle:LiberoOracle",
         ],
         "indgen.commands": [

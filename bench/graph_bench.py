@@ -45,11 +45,12 @@ def episodes_per_second(store, cid: str) -> float:
     return (len(times) - 1) / (times[-1] - times[0])
 
 
-def graph_rate(tmp: Path, campaign: Path, profile: str = "blockenv_axis", *assignments: str) -> float:
+def graph_rate(tmp: Path, campaign: Path, profile: str = "blockenv_axis", *assignments: str,
+               db_name: str | None = None) -> float:
     """Episodes/s of `campaign` through `indgen launch PROFILE` (the policy server included)."""
     from indgen_core.store import ResultsStore
 
-    db, port = tmp / f"graph-{profile}-{len(assignments)}.sqlite", free_port()
+    db, port = tmp / (db_name or f"graph-{profile}-{len(assignments)}.sqlite"), free_port()
     proc = subprocess.run([sys.executable, "-m", "indgen_core.cli", "launch", profile, f"campaign:={campaign}",
                            "campaign_id:=graph", f"db:={db}", f"port:={port}", f"server_uri:=ws://127.0.0.1:{port}",
                            f"report_dir:={tmp / 'rep'}", *assignments], capture_output=True, text=True, timeout=1800)

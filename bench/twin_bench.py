@@ -1,8 +1,12 @@
 """The DROID twin's costs: MuJoCo physics steps per second (and the real-time factor of a
-15 Hz control tick), camera render frames per second, and dry-run episodes per second through
-the full ROS graph versus the same world and oracle in one process (the baseline, same run).
+15 Hz control tick), camera render frames per second, dry-run episodes per second through
+the full ROS graph versus the same world and oracle in one process (the baseline, same run),
+and a camera campaign through the graph with a policy that answers pi0.5-DROID's chunks
+(droid_pi05_standin: 15 actions, 8 executed) rendering every camera on every tick (before)
+and only on the ticks the policy node asks for (render-on-demand, the default): episodes per
+second, their ratio, and frames rendered per episode.
 
-    .venv/bin/python bench/twin_bench.py [--trials 4] [--ticks 300]
+    .venv/bin/python bench/twin_bench.py [--trials 4] [--ticks 300] [--camera-trials 2]
 
 Uses MENAGERIE_ROOT when set (the menagerie FR3 and 2F-85), else the built-in FR3. Runs on
 loopback in its own ROS domain.
@@ -90,6 +94,27 @@ def campaign_file(tmp: Path, trials: int) -> Path:
     return path
 
 
+def camera_campaign_file(tmp: Path, trials: int) -> Path:
+    path = tmp / "twin_bench_cameras.yaml"
+    path.write_text(yaml.safe_dump({"name": "twin_bench_cameras", "axis": "stack", "world": "droid_twin",
+                                    "policies": ["droid_pi05_standin"], "levels": [0, 1], "purpose": "evaluate",
+                                    "trials_per_level": trials, "seed": 5, "max_steps": 150}))
+    return path
+
+
+def camera_campaign(tmp: Path, trials: int, render: str) -> tuple[float, float, int]:
+    """(episodes/s, frames rendered per episode, episodes) of a camera campaign through the graph."""
+    from indgen_core.store import ResultsStore
+
+    campaign = camera_campaign_file(tmp, trials)
+    rate = graph_rate(tmp, campaign, "stack_axis", "level_images:=false", "cameras:=exterior_1,wrist",
+                      "policy:=droid_pi05_standin", "allow_uncertified:=true", "override_reason:=benchmark",
+                      "record:=false", "privileged:=false", f"render:={render}", db_name=f"cameras-{render}.sqlite")
+    with ResultsStore(tmp / f"cameras-{render}.sqlite") as store:
+        frames = [d.get("frames_rendered", 0) for _, _, _, d in store.result_details("graph")]
+    return rate, float(np.mean(frames)), len(frames)
+
+
 def main() -> int:
     from indgen_sim.twin.world import DroidTwinWorld
 
@@ -97,6 +122,7 @@ def main() -> int:
     p.add_argument("--trials", type=int, default=4, help="trials per level of the dry run (5 stack levels)")
     p.add_argument("--ticks", type=int, default=300, help="control ticks of the physics measurement")
     p.add_argument("--frames", type=int, default=60, help="frames per render measurement")
+    p.add_argument("--camera-trials", type=int, default=2, help="trials per level of the camera campaign (2 levels)")
     args = p.parse_args()
     phys = physics(args.ticks)
     print(f"robot model: {phys['source']}")
@@ -110,11 +136,18 @@ def main() -> int:
         inproc = in_process_rate(tmp, campaign, DroidTwinWorld(cameras=False))
         graph = graph_rate(tmp, campaign, "stack_axis", "level_images:=false")
         graph_cams = graph_rate(tmp, campaign, "stack_axis", "level_images:=false", "cameras:=exterior_1,wrist")
+        before = camera_campaign(tmp, args.camera_trials, "every_tick")
+        after = camera_campaign(tmp, args.camera_trials, "on_request")
     print(f"dry-run episodes/s (oracle, stack k=0..4), in-process loop (baseline): {inproc:6.2f}")
     print(f"dry-run episodes/s through the ROS graph, no cameras:                  {graph:6.2f} "
           f"(ratio {graph / inproc:.2f})")
     print(f"dry-run episodes/s through the ROS graph, 2 cameras on the wire:       {graph_cams:6.2f} "
           f"(ratio {graph_cams / inproc:.2f})")
+    print(f"camera campaign (pi0.5-style chunks, 2 cameras, {after[2]} episodes of 150 ticks) through the graph:")
+    print(f"  every camera every tick (before): {before[0]:6.3f} episodes/s, {before[1]:5.0f} frames rendered/episode")
+    print(f"  render on request (after):        {after[0]:6.3f} episodes/s, {after[1]:5.0f} frames rendered/episode")
+    print(f"  ratio after/before: {after[0] / before[0]:.2f}x episodes/s, {before[1] / max(after[1], 1):.1f}x fewer "
+          "frames")
     return 0
 
 

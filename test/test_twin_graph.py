@@ -68,3 +68,47 @@ def test_oracle_then_tau0_policy_through_the_graph(tmp_path, monkeypatch):
             local = run_episode(world, policy.infer, DroidSpec(), setup_for(record, trial))
             row = rows[trial.trial_id]
             assert (local.outcome, local.steps) == (Outcome[row.outcome.upper()], row.steps), trial.trial_id
+
+
+def test_the_camera_policy_sees_only_pi05s_request_through_the_graph_and_matches_in_process(tmp_path, monkeypatch):
+    """droid_twin_vision (a small checkpoint from the real training code) on two levels with
+    cameras on the wire and nothing privileged: the server saw only pi0.5-DROID's keys and
+    224 x 224 RGB images, and each trial ends as the same trial run in-process."""
+    import json
+
+    from indgen_core.inprocess import InProcessExecutor
+    from indgen_sim.twin import vision
+
+    monkeypatch.setenv("INDGEN_ARTIFACTS", str(tmp_path / "artifacts"))
+    ckpt = vision.train_and_save(tmp_path / "v.pt", log=lambda s: None, demo_episodes=2, rounds=0,
+                                 perception_epochs=1, control_epochs=2, control_demos=2, state_rounds=0,
+                                 builtin=True)
+    path = tmp_path / "v.yaml"
+    path.write_text(yaml.safe_dump({"name": "v", "axis": "stack", "world": "droid_twin",
+                                    "policies": ["droid_twin_vision"], "levels": [0, 1], "trials_per_level": 1,
+                                    "seed": 8, "purpose": "evaluate", "max_steps": 48}))
+    requests = tmp_path / "requests.jsonl"
+    run_graph(tmp_path, f"campaign:={path}", "campaign_id:=vision", "policy:=droid_twin_vision",
+              f"checkpoint:={ckpt}", "cameras:=exterior_1,wrist", "privileged:=false", "builtin_fr3:=true",
+              f"record_requests:={requests}", "allow_uncertified:=true", "override_reason:=a wire test")
+    seen = [json.loads(line)["keys"] for line in requests.read_text().splitlines()]
+    assert len(seen) >= 2 * 48 // vision.CHUNK  # one request per chunk of 8 ticks, both trials
+    for keys in seen:
+        assert not [k for k in keys if k.startswith("privileged/")], keys
+        for image in ("observation/exterior_image_1_left", "observation/wrist_image_left"):
+            assert keys[image] == ["|u1", [224, 224, 3]], keys
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        rows = {r.trial_id: r for r in store.rows("vision")}
+        record, trials = store.campaign("vision"), store.planned_trials("vision")
+    assert len(rows) == 2 and all(r.outcome in ("success", "failure") for r in rows.values())
+    from indgen_sim.twin.world import DroidTwinWorld
+
+    executor = InProcessExecutor(DroidTwinWorld(cameras=["exterior_1", "wrist"], builtin=True),
+                                 policies={"droid_twin_vision": vision.TwinVisionPolicy(ckpt)})
+    try:
+        for trial in trials:
+            local = executor(setup_for(record, trial))
+            row = rows[trial.trial_id]
+            assert (local.outcome, local.steps) == (Outcome[row.outcome.upper()], row.steps), trial.trial_id
+    finally:
+        executor.close()

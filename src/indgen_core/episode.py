@@ -53,11 +53,15 @@ def run_episode(world: World, infer: Infer, spec: Spec, setup: TaskSetup,
     level image for the report), `on_step` the progress, `on_final` the final state."""
     wall0 = time.monotonic()
     max_steps = world.max_steps(setup)
+    frames0 = getattr(world, "frames_rendered", None)
 
     def result(outcome: Outcome, reason: str, steps: int, score: float = 0.0, details=None) -> TrialResult:
+        details = dict(details or {})
+        if frames0 is not None:  # a world that renders on read: what the episode's images cost
+            details["frames_rendered"] = world.frames_rendered - frames0
         return TrialResult(trial_id=setup.trial_id, outcome=outcome, reason=reason, partial_score=score,
                            steps=steps, duration_s=steps * world.control_dt,
-                           wall_time_s=time.monotonic() - wall0, details=details or {})
+                           wall_time_s=time.monotonic() - wall0, details=details)
 
     def judged(ending: str, steps: int, why: str = "") -> TrialResult:
         if on_final is not None:

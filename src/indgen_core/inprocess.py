@@ -8,7 +8,8 @@ from collections.abc import Mapping
 
 from indgen_core import registry
 from indgen_core.episode import run_episode
-from indgen_core.policy import Policy
+from indgen_core.errors import IndGenError
+from indgen_core.policy import Policy, robot_mismatch
 from indgen_core.records import TaskSetup, TrialResult
 from indgen_core.world import World
 
@@ -35,12 +36,21 @@ class InProcessExecutor:
     def policy(self, name: str) -> Policy:
         if name not in self.policies:
             self.policies[name] = make_policy(name, self.endpoints)
-        return self.policies[name]
+        policy = self.policies[name]
+        why = robot_mismatch(getattr(policy, "metadata", {}), self.world.robot_model)
+        if why:
+            raise IndGenError(why)
+        return policy
 
     def __call__(self, setup: TaskSetup) -> TrialResult:
         policy = self.policy(setup.policy)
         policy.reset()
-        return run_episode(self.world, policy.infer, self.spec, setup)
+        infer = policy.infer
+        if getattr(policy, "metadata", {}).get("privileged") is False:
+            # a policy that says it sees no simulator state gets none (the graph's privileged:=false)
+            def infer(request):
+                return policy.infer({k: v for k, v in request.items() if not k.startswith("privileged/")})
+        return run_episode(self.world, infer, self.spec, setup)
 
     def close(self) -> None:
         for p in self.policies.values():

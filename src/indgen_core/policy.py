@@ -20,3 +20,14 @@ class Policy(abc.ABC):
 
     def reset(self) -> None:
         """A new episode starts."""
+
+
+def robot_mismatch(metadata: dict[str, Any], world_robot: str | None) -> str | None:
+    """Why a policy must not run on a world, when its checkpoint learned another robot model's
+    images (its metadata's robot_model); None when nothing speaks against it."""
+    trained = metadata.get("robot_model") if isinstance(metadata, dict) else None
+    if not trained or not world_robot or trained == world_robot:
+        return None
+    switch = "builtin_fr3:=true" if trained == "builtin" else "builtin_fr3:=false with MENAGERIE_ROOT set"
+    return (f"policy {str(metadata.get('policy', '?'))[:60]} was trained on the {str(trained)[:20]} FR3's images and "
+            f"this world renders the {world_robot} one: run the world with {switch}, or train on this model")

@@ -30,6 +30,7 @@ JOINT_STATES = "/joint_states"
 ARM_VELOCITY_COMMAND = "/indgen/fr3/joint_velocity_command"
 GRIPPER_COMMAND = "/indgen/fr3/gripper_command"
 CONTROL_TICK = "/indgen/control_tick"
+IMAGE_REQUEST = "/indgen/image_request"  # lock-step sim: the cameras of one tick, rendered on request
 OBJECT_POSES = "/indgen/sim/object_poses"  # simulation only: privileged state
 
 # The real robot's episode runner

@@ -46,6 +46,9 @@ class World(abc.ABC):
     control_dt: ClassVar[float] = 1.0 / 15.0
     #: the observation/action spec a policy talks to this world through (specs registry)
     spec: ClassVar[str] = ""
+    #: which robot model the images show, where it can differ (the twin: menagerie or builtin);
+    #: a policy trained on one model's images says so in its metadata and is refused on another
+    robot_model: str | None = None
 
     @abc.abstractmethod
     def reset(self, setup: TaskSetup) -> Observation:

@@ -99,8 +99,19 @@ class _Video:
         self.container = self.stream = None
         self.frames = 0
         self.outcome = Outcome(attempt.result.outcome).name.lower()
+        self._held: tuple[np.ndarray, int] | None = None
 
     def add(self, rgb: np.ndarray, step: int) -> None:
+        """A camera frame of `step`. A world that renders on request sends frames only on the
+        ticks where the policy was asked (one in eight for pi0.5): each frame is held until
+        the next one, so the video plays at the episode's own pace."""
+        if self._held is not None:
+            held, at = self._held
+            for _ in range(max(1, min(step - at, 64))):
+                self._write(held, at)
+        self._held = (rgb, step)
+
+    def _write(self, rgb: np.ndarray, step: int) -> None:
         a = self.attempt
         frame = _captioned(rgb, (a.trial_id, f"level {a.level} | step {step} | {self.outcome}"))
         if self.container is None:
@@ -118,6 +129,9 @@ class _Video:
         self.frames += 1
 
     def close(self) -> None:
+        if self._held is not None:
+            self._write(*self._held)
+            self._held = None
         if self.container is not None:
             for packet in self.stream.encode():
                 self.container.mux(packet)

@@ -1,16 +1,23 @@
 """What every world node (the sim bridge, the FR3 runner) watches while an episode runs, so
 that both stop an episode for the same reasons: the policy is lost (its node says so, or its
 heartbeat stops), or the progression manager moved on (a task setup newer than the running
-episode's: it gave up on this episode, or it was restarted and runs the trial anew)."""
+episode's: it gave up on this episode, or it was restarted and runs the trial anew), or the
+policy announces a robot model other than the world's (a camera policy trained on the other
+FR3 model's images: every episode is aborted with that sentence until it is fixed)."""
 
 from __future__ import annotations
 
+import json
 import time
+
+from indgen_core.policy import robot_mismatch
 
 
 class WorldWatch:
-    def __init__(self, policy_silence_s: float = 5.0):
+    def __init__(self, policy_silence_s: float = 5.0, world_robot: str | None = None):
         self.policy_silence_s = policy_silence_s
+        self.world_robot = world_robot
+        self.mismatch: str | None = None
         self.policy_lost: str | None = None
         self.lost_since = 0.0
         self.status_at = 0.0
@@ -24,6 +31,12 @@ class WorldWatch:
     def on_policy_status(self, msg) -> None:
         self.status_at = time.monotonic()
         lost = None if msg.connected else (msg.message[:200] or "policy disconnected")
+        if msg.connected:
+            try:
+                metadata = json.loads(msg.metadata_json[:65536] or "{}")
+            except ValueError:
+                metadata = {}
+            self.mismatch = robot_mismatch(metadata, self.world_robot)
         if lost and not self.policy_lost:
             self.lost_since = time.monotonic()
         self.policy_lost = lost
@@ -43,6 +56,8 @@ class WorldWatch:
         policy that is not connected yet when the episode starts gets `grace_s` to come up."""
         if self.moved_on:
             return f"the progression manager moved on to {self.moved_on}"
+        if self.mismatch:
+            return self.mismatch
         if self.policy_lost and (self.lost_since > started or time.monotonic() - started > grace_s):
             return f"policy lost: {self.policy_lost}"
         silence = time.monotonic() - self.status_at

@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import collections.abc
 import struct
+import threading
 import time
 from collections.abc import Callable
 
@@ -19,7 +20,7 @@ from indgen_core import topics
 from indgen_core.nodes import fr3
 from indgen_core.nodes import libero as libero_msgs
 from indgen_core.nodes.base import LOCKSTEP, subscribe
-from indgen_msgs.msg import ControlTick, GridAction, GridObservation, ObjectPoses
+from indgen_msgs.msg import ControlTick, GridAction, GridObservation, ImageRequest, ObjectPoses
 
 
 class RawImage:
@@ -48,6 +49,36 @@ class _Stamp:
 class _Header:
     def __init__(self, stamp: _Stamp):
         self.stamp = stamp
+
+
+class ImagesUnavailable(RuntimeError):
+    """The world did not send the images of a tick that were asked for: no command is sent."""
+
+
+class RequestedImages(collections.abc.Mapping):
+    """The cameras of a tick whose world renders them on request (ControlTick.images_on_request):
+    the first read asks the world for every camera this node uses, once, and waits for them."""
+
+    def __init__(self, io: StampedTickIO, tick):
+        self._io, self._tick, self._decoded = io, tick, {}
+
+    def __getitem__(self, name: str):
+        if name not in self._io.cameras:
+            raise KeyError(name)
+        if name not in self._decoded:
+            raw = self._io.requested_frames(self._tick)
+            self._decoded.update({c: fr3.read_image(m.message() if isinstance(m, RawImage) else m)
+                                  for c, m in raw.items()})
+        return self._decoded[name]
+
+    def __contains__(self, name) -> bool:
+        return name in self._io.cameras
+
+    def __iter__(self):
+        return iter(self._io.cameras)
+
+    def __len__(self) -> int:
+        return len(self._io.cameras)
 
 
 class LazyImages(collections.abc.Mapping):
@@ -123,7 +154,11 @@ class StampedTickIO:
     robot: ControlTick.wall_clock): the tick takes the latest sample of each part, provided it
     came within max_state_age_s (joint states, poses) or max_image_age_s (cameras); otherwise
     no command is sent, and the runner holds. Subclasses subscribe their parts with
-    `part(msg_type, topic, key)` and turn the parts into an observation in `observation`."""
+    `part(msg_type, topic, key)` and turn the parts into an observation in `observation`.
+
+    A lock-step tick whose world renders cameras on request (ControlTick.images_on_request) is
+    complete without its images; the request built on it asks for them (RequestedImages), and
+    a tick answered from an open-loop chunk never has a frame rendered."""
 
     PENDING = 16  # incomplete ticks kept (older ones can never complete in lock-step)
 
@@ -139,6 +174,15 @@ class StampedTickIO:
         self.pending: collections.OrderedDict[tuple[int, int], dict] = collections.OrderedDict()
         self.latest: dict[str, tuple[object, float]] = {}
         self.needed: set[str] = set()
+        # frames of ticks whose images come on request, by stamp, and who waits for them
+        self.frames: collections.OrderedDict[tuple[int, int], dict] = collections.OrderedDict()
+        self.asked: collections.OrderedDict[tuple[int, int], bool] = collections.OrderedDict()
+        self._frames_cond = threading.Condition()
+        self.image_wait_s = float(node.p.get("image_timeout_s", 5.0))
+        self.image_size = int(node.p.get("image_size", 0))
+        self.image_requests = 0
+        self.request_pub = node.create_publisher(ImageRequest, topics.IMAGE_REQUEST, LOCKSTEP) if self.cameras \
+            else None
         self.part(ControlTick, topics.CONTROL_TICK, "tick")
         if self.privileged:
             self.part(ObjectPoses, topics.OBJECT_POSES, "objects")
@@ -159,17 +203,58 @@ class StampedTickIO:
         if key != "tick":
             self.latest[key] = (msg, time.monotonic())
         stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec)
+        if key.startswith("image/") and stamp in self.asked:
+            self._frame(stamp, key, msg)  # the frame of a complete tick, sent because it was asked for
+            return
         parts = self.pending.setdefault(stamp, {})
         parts[key] = msg
         while len(self.pending) > self.PENDING:
             self.pending.popitem(last=False)
-        if self.needed <= parts.keys():
+        needed = self.needed
+        if "tick" in parts and parts["tick"].images_on_request:
+            needed = {k for k in needed if not k.startswith("image/")}
+        if needed <= parts.keys():
             del self.pending[stamp]
+            if needed is not self.needed:
+                self.asked[stamp] = True
+                while len(self.asked) > self.PENDING:
+                    self.asked.popitem(last=False)
             self._complete(parts)
+
+    def _frame(self, stamp, key: str, msg) -> None:
+        with self._frames_cond:
+            self.frames.setdefault(stamp, {})[key.removeprefix("image/")] = msg
+            while len(self.frames) > self.PENDING:
+                self.frames.popitem(last=False)
+            self._frames_cond.notify_all()
+
+    def requested_frames(self, tick) -> dict:
+        """Every camera's frame of `tick` (a ControlTick with images_on_request), asked for
+        once; ImagesUnavailable when they do not all come within image_timeout_s."""
+        stamp = (tick.header.stamp.sec, tick.header.stamp.nanosec)
+        request = ImageRequest(trial_id=tick.trial_id, step=tick.step, sequence=tick.sequence,
+                               cameras=list(self.cameras), width=self.image_size, height=self.image_size)
+        request.header.stamp = tick.header.stamp
+        deadline = time.monotonic() + self.image_wait_s
+        with self._frames_cond:
+            if not set(self.cameras) <= self.frames.get(stamp, {}).keys():
+                self.request_pub.publish(request)
+                self.image_requests += 1
+            while not set(self.cameras) <= self.frames.get(stamp, {}).keys():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    got = sorted(self.frames.get(stamp, {}))
+                    raise ImagesUnavailable(f"the world sent {', '.join(got) or 'none'} of the cameras "
+                                            f"{', '.join(self.cameras)} asked for within {self.image_wait_s:g} s")
+                self._frames_cond.wait(min(left, 0.05))
+            return dict(self.frames[stamp])
 
     def forget(self) -> None:
         """Drop every incomplete tick (a new attempt begins: their parts belong to the last one)."""
         self.pending.clear()
+        self.asked.clear()
+        with self._frames_cond:
+            self.frames.clear()
 
     def _wall_clock_tick(self, tick) -> None:
         parts, now = {"tick": tick}, time.monotonic()
@@ -188,7 +273,10 @@ class StampedTickIO:
         tick = parts["tick"]
         try:
             obs = self.observation(parts)
-            obs["images"] = LazyImages({c: parts[f"image/{c}"] for c in self.cameras})
+            if tick.images_on_request and not tick.wall_clock:
+                obs["images"] = RequestedImages(self, tick) if self.cameras else {}
+            else:
+                obs["images"] = LazyImages({c: parts[f"image/{c}"] for c in self.cameras})
         except fr3.BadCommand as exc:
             self.node.get_logger().error(f"{tick.trial_id} step {tick.step}: {exc}; no command sent",
                                          throttle_duration_sec=2.0)

@@ -22,6 +22,10 @@ Parameters:
   robot (str)              robot configuration whose camera topics to read (config/robots/; "":
                            the twin's /cameras/<name>/image_raw)
   image_qos (str)          reliable (default) or best_effort, as the camera driver publishes
+  image_timeout_s (float)  lock-step sim with images on request: how long a request waits for the
+                           tick's frames (none: no command, the world times the tick out)
+  image_size (int)         lock-step sim with images on request: the size asked for (0: the
+                           world's configured size)
   publish_exchanges (bool) publish every request and reply, as the bytes that crossed the wire,
                            with their timing on /indgen/policy/exchange (recorded in the bag:
                            `indgen bag replay` and `indgen bag latency` read them)
@@ -61,6 +65,7 @@ class PolicyNode(Node):
         self.p = declare(self, spec="blockenv", server_uri="ws://127.0.0.1:8000", api_key_file="", action_horizon=0,
                          connect_timeout_s=2.0, reconnect_max_s=5.0, request_timeout_s=30.0, cameras="",
                          privileged=True, robot="", image_qos="reliable", max_image_age_s=1.0, max_state_age_s=0.5,
+                         image_timeout_s=5.0, image_size=0,
                          publish_exchanges=True)
         if self.p["image_qos"] not in ("reliable", "best_effort"):
             raise IndGenError(f"image_qos must be reliable or best_effort, got {self.p['image_qos']!r}")

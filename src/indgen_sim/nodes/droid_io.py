@@ -16,8 +16,8 @@ class DroidTwinIO(StampedWorldIO):
     parts = ("arm", "gripper")
     frame_id = "fr3_link0"
 
-    def __init__(self, node, world):
-        super().__init__(node, world)
+    def __init__(self, node, world, render: str = "on_request"):
+        super().__init__(node, world, render)
         self.joint_pub = node.create_publisher(JointState, topics.JOINT_STATES, LOCKSTEP)
         self.command(topics.ARM_VELOCITY_COMMAND, "arm", fr3.read_arm_command)
         self.command(topics.GRIPPER_COMMAND, "gripper", fr3.read_gripper_command)

@@ -16,8 +16,8 @@ from indgen_sim.nodes.stamped_io import StampedWorldIO
 
 
 class LiberoIO(StampedWorldIO):
-    def __init__(self, node, world):
-        super().__init__(node, world)
+    def __init__(self, node, world, render: str = "on_request"):
+        super().__init__(node, world, render)
         self.joint_pub = node.create_publisher(JointState, topics.JOINT_STATES, LOCKSTEP)
         self.eef_pub = node.create_publisher(PoseStamped, topics.LIBERO_EEF_POSE, LOCKSTEP)
         self.command(topics.LIBERO_OSC_COMMAND, "action", libero_msgs.read_osc_command)

@@ -26,6 +26,9 @@ Parameters:
                              "{cameras: [exterior_1], image_size: 224}" for droid_twin
   level_images (bool)        save the world's preview after the first reset of each level of a
                              campaign, as the report's per-level image
+  render (str)               camera images: on_request (only the ticks the policy node asks for,
+                             the start of each open-loop chunk; the same pixels as every tick) or
+                             every_tick (a frame per camera per tick, e.g. for full-rate videos)
   action_timeout_s (float)   how long one tick may wait for its command
   policy_silence_s (float)   no /indgen/policy_status for this long: the policy node is gone
   feedback_period_s (float)  wall time between feedback messages
@@ -57,6 +60,7 @@ from indgen_core.specs import Spec
 from indgen_msgs.action import RunEpisode
 from indgen_msgs.msg import PolicyStatus, TaskSetup, WorldFinalState
 from indgen_msgs.srv import PrepareTrial
+from indgen_sim.nodes.stamped_io import StampedWorldIO
 
 #: world spec -> the module:class that carries its topics
 IO_ADAPTERS = {
@@ -82,8 +86,8 @@ class _PassThrough(Spec):
 class SimBridge(Node):
     def __init__(self):
         super().__init__("sim_bridge")
-        self.p = declare(self, world="blockenv", world_options="", level_images=False, action_timeout_s=10.0,
-                         policy_silence_s=5.0, feedback_period_s=0.5)
+        self.p = declare(self, world="blockenv", world_options="", level_images=False, render="on_request",
+                         action_timeout_s=10.0, policy_silence_s=5.0, feedback_period_s=0.5)
         options = _options(self.p["world_options"])
         try:
             self.world = registry.make(registry.WORLDS, self.p["world"], **options)
@@ -95,11 +99,13 @@ class SimBridge(Node):
             raise registry.UnknownName(f"world '{self.p['world']}' has no ROS topic adapter (spec '{self.world.spec}')")
         # its own name: the command line's __node remap must not rename it to the bridge's
         self.io_node = rclpy.create_node(f"{self.get_name()}_io", context=self.context, use_global_arguments=False)
-        self.io = registry.import_target(adapter, "topic adapter")(self.io_node, self.world)
+        io_cls = registry.import_target(adapter, "topic adapter")
+        self.io = io_cls(self.io_node, self.world, **({"render": self.p["render"]} if issubclass(
+            io_cls, StampedWorldIO) else {}))
         self.clock_pub = self.io_node.create_publisher(Clock, topics.CLOCK, LOCKSTEP)
         self.final_pub = self.io_node.create_publisher(WorldFinalState, topics.FINAL_STATE, RELIABLE)
         self.world_options = json.dumps(options, sort_keys=True)
-        self.watch = WorldWatch(self.p["policy_silence_s"])
+        self.watch = WorldWatch(self.p["policy_silence_s"], self.world.robot_model)
         subscribe(self.io_node, PolicyStatus, topics.POLICY_STATUS, self.watch.on_policy_status, LATCHED)
         subscribe(self.io_node, TaskSetup, topics.TASK_SETUP, self.watch.on_setup, LATCHED)
         serve(self.io_node, PrepareTrial, topics.PREPARE_TRIAL, self._prepare)

@@ -35,16 +35,15 @@ TWIST_SCALE = np.array([0.25, 0.25, 0.25, 1.0, 1.0, 1.0])  # the oracle's speed 
 def _objects(request: dict[str, Any]) -> dict[str, np.ndarray]:
     return {k.split("/")[-1]: np.asarray(v, dtype=float) for k, v in request.items()
             if k.startswith("privileged/objects/")}
-_KIN = None
+_KIN: dict = {}
 
 
-def _kinematics():
-    global _KIN
-    if _KIN is None:
+def _kinematics(builtin: bool = False):
+    if builtin not in _KIN:
         from indgen_sim.twin.oracle import TwinKinematics
 
-        _KIN = TwinKinematics()
-    return _KIN
+        _KIN[builtin] = TwinKinematics(builtin)
+    return _KIN[builtin]
 
 
 def checkpoint_path() -> Path:
@@ -52,24 +51,35 @@ def checkpoint_path() -> Path:
     return Path(override) if override else paths.data_dir() / "twin" / "bc_tau0.pt"
 
 
-def features(obs: dict[str, Any]) -> np.ndarray:
-    """The policy input from a DROID-spec request (with the twin's privileged keys)."""
+def features(obs: dict[str, Any], builtin: bool = False) -> np.ndarray:
+    """The policy input from a DROID-spec request (with the twin's privileged keys), with the
+    pinch point of the robot model the policy was trained on (the two grippers differ)."""
     task = str(obs.get("privileged/task", ""))
     if task not in tasks.TASKS:
         raise ValueError("the twin's state-based policy needs privileged/task and object poses (sim only)")
     objs = tasks.OBJECTS[task]
     pick = np.asarray(obs[f"privileged/objects/{objs.pick}"], dtype=float)
     place = np.asarray(obs[f"privileged/objects/{objs.place}"], dtype=float)
-    w, x, y, z = pick[3:7]
-    yaw = np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z)) if task == "stack" else 0.0
-    onehot = np.eye(len(tasks.TASKS))[tasks.TASKS.index(task)]
     q = np.asarray(obs["observation/joint_position"], dtype=float).reshape(7)
-    kin = _kinematics()
+    kin = _kinematics(builtin)
     kin.set(q)
     pinch, _ = kin.pinch()
-    return np.concatenate([q, np.asarray(obs["observation/gripper_position"], dtype=float).reshape(1), pinch,
-                           pick[:3] - pinch, place[:3] - pinch, place[:3] - pick[:3],
-                           [np.sin(4 * yaw), np.cos(4 * yaw)], onehot])
+    return state_features(q, float(np.asarray(obs["observation/gripper_position"]).reshape(-1)[0]), pinch,
+                          pick[:3], place[:3], yaw_code(task, pick[3:7]), task)
+
+
+def yaw_code(task: str, quat) -> np.ndarray:
+    """The pick object's yaw as (sin 4 yaw, cos 4 yaw): a block looks the same every 90 degrees
+    (and the cup is round: yaw 0)."""
+    w, x, y, z = quat
+    yaw = np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z)) if task == "stack" else 0.0
+    return np.array([np.sin(4 * yaw), np.cos(4 * yaw)])
+
+
+def state_features(q, g: float, pinch, pick, place, yaw: np.ndarray, task: str) -> np.ndarray:
+    """The layout the MLP reads; the camera-based policy fills it from what it sees."""
+    onehot = np.eye(len(tasks.TASKS))[tasks.TASKS.index(task)]
+    return np.concatenate([q, [g], pinch, pick - pinch, place - pinch, place - pick, yaw, onehot])
 
 
 def _mlp(hidden: int):
@@ -83,8 +93,6 @@ def collect(episodes: int, policy: Policy | None = None, noise: float = 0.02, se
             log=print, builtin: bool = False) -> tuple[np.ndarray, np.ndarray, dict]:
     """Oracle-labelled states at tau_0 for both tasks: (features, oracle actions, stats). The
     oracle drives (plus `noise`) when `policy` is None; otherwise the policy drives (DAgger)."""
-    from indgen_core.axes import library
-    from indgen_core.records import TaskSetup
     from indgen_core.specs.droid import DroidSpec
     from indgen_sim.twin.oracle import TwinOracle
     from indgen_sim.twin.world import DroidTwinWorld
@@ -94,11 +102,7 @@ def collect(episodes: int, policy: Policy | None = None, noise: float = 0.02, se
     solved = 0
     rng = np.random.default_rng(seed_base)
     t0 = time.monotonic()
-    for e in range(episodes):
-        axis = tasks.TASKS[e % len(tasks.TASKS)]
-        level = library().get(axis).level(0)
-        setup = TaskSetup("demos", f"demo-{seed_base}-{e}", "droid_twin", axis, 0, True, level.parameters, e,
-                          seed_base + e, "droid_twin_oracle", level.language_instruction or "")
+    for e, setup in enumerate(tau0_setups(episodes, seed_base, "droid_twin_oracle", "demo")):
         obs = world.reset(setup)
         oracle.reset()
         done = False
@@ -107,7 +111,7 @@ def collect(episodes: int, policy: Policy | None = None, noise: float = 0.02, se
             clean = oracle.infer(request)["actions"][0]
             twist, grip = oracle.command(request["observation/joint_position"], float(obs["gripper_position"]),
                                          obs["task"], _objects(request))
-            xs.append(features(request))
+            xs.append(features(request, builtin))
             ys.append(np.concatenate([twist / TWIST_SCALE, [grip]]))
             if policy is None:
                 executed = clean.copy()
@@ -120,12 +124,47 @@ def collect(episodes: int, policy: Policy | None = None, noise: float = 0.02, se
                 done = True
                 break
         solved += done and world.evaluate().outcome.name == "SUCCESS"
-        if (e + 1) % 10 == 0:
-            log(f"  {'demonstrations' if policy is None else 'DAgger'}: {e + 1}/{episodes} episodes "
-                f"({time.monotonic() - t0:.0f} s)")
+        progress(log, e, episodes, policy is None, t0)
     world.close()
     return np.array(xs, dtype=np.float32), np.array(ys, dtype=np.float32), {"episodes": episodes, "solved": solved,
                                                                              "samples": len(xs)}
+
+
+def tau0_setups(episodes: int, seed_base: int, policy: str, prefix: str):
+    """The training episodes: the two tasks in turn, at tau_0 only, a seed each."""
+    from indgen_core.axes import library
+    from indgen_core.records import TaskSetup
+
+    for e in range(episodes):
+        axis = tasks.TASKS[e % len(tasks.TASKS)]
+        level = library().get(axis).level(0)
+        yield TaskSetup("demos", f"{prefix}-{seed_base}-{e}", "droid_twin", axis, 0, True, level.parameters, e,
+                        seed_base + e, policy, level.language_instruction or "")
+
+
+def progress(log, e: int, episodes: int, demonstrations: bool, t0: float, extra: str = "") -> None:
+    if (e + 1) % 10 == 0:
+        log(f"  {'demonstrations' if demonstrations else 'DAgger'}: {e + 1}/{episodes} episodes "
+            f"({time.monotonic() - t0:.0f} s{extra})")
+
+
+def fit(params, n: int, loss_of, epochs: int, batch: int, seed: int, log, label: str, every: int) -> None:
+    """Adam over shuffled minibatches of n samples; `loss_of(indices)` is one batch's loss."""
+    torch = require("torch", "all", "the twin's tau_0 policy")
+    opt = torch.optim.Adam(params, lr=1e-3)
+    gen = torch.Generator().manual_seed(seed)
+    for epoch in range(epochs):
+        order = torch.randperm(n, generator=gen)
+        total = 0.0
+        for i in range(0, n, batch):
+            idx = order[i:i + batch]
+            loss = loss_of(idx)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += loss.item() * len(idx)
+        if (epoch + 1) % every == 0 or epoch + 1 == epochs:
+            log(f"  {label}epoch {epoch + 1}/{epochs}: loss {total / n:.4f}")
 
 
 def train(x: np.ndarray, y: np.ndarray, epochs: int = 60, hidden: int = 256, seed: int = 0, log=print) -> dict:
@@ -133,24 +172,15 @@ def train(x: np.ndarray, y: np.ndarray, epochs: int = 60, hidden: int = 256, see
     torch.manual_seed(seed)
     mean, std = x.mean(0), x.std(0) + 1e-6
     model = _mlp(hidden)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     xt = torch.as_tensor((x - mean) / std)
     vel, grip = torch.as_tensor(y[:, :6]), torch.as_tensor((y[:, 6] > 0.5).astype(np.float32))
-    gen = torch.Generator().manual_seed(seed)
-    for epoch in range(epochs):
-        order = torch.randperm(len(xt), generator=gen)
-        total = 0.0
-        for i in range(0, len(xt), 256):
-            idx = order[i:i + 256]
-            out = model(xt[idx])
-            loss = torch.nn.functional.mse_loss(out[:, :6], vel[idx]) + \
-                torch.nn.functional.binary_cross_entropy_with_logits(out[:, 6], grip[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            total += loss.item() * len(idx)
-        if (epoch + 1) % 10 == 0:
-            log(f"  epoch {epoch + 1}/{epochs}: loss {total / len(xt):.4f}")
+
+    def loss_of(idx):
+        out = model(xt[idx])
+        return torch.nn.functional.mse_loss(out[:, :6], vel[idx]) + \
+            torch.nn.functional.binary_cross_entropy_with_logits(out[:, 6], grip[idx])
+
+    fit(model.parameters(), len(xt), loss_of, epochs, 256, seed, log, "", 10)
     return {"state_dict": model.state_dict(), "mean": mean, "std": std, "hidden": hidden}
 
 
@@ -164,23 +194,34 @@ def save(ckpt: dict, path: Path, info: dict) -> Path:
     return path
 
 
+def load_checkpoint(path: Path, what: str, command: str) -> dict:
+    """A torch checkpoint of tensors and plain values only, or one sentence why not."""
+    torch = require("torch", "all", f"the twin's {what}")
+    if not path.is_file():
+        raise IndGenError(f"no {what} checkpoint at {path}: run `{command}`")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:
+        raise IndGenError(f"{path} is not a readable {what} checkpoint ({exc.__class__.__name__})") from None
+
+
 class TwinBCPolicy(Policy):
     metadata: ClassVar[dict[str, Any]] = {"policy": "droid_twin_bc", "spec": "droid", "privileged": True,
                                           "trained_on": "tau_0 oracle labels"}
 
-    def __init__(self, checkpoint: str | Path | dict | None = None):
+    def __init__(self, checkpoint: str | Path | dict | None = None, builtin: bool = False):
         torch = require("torch", "all", "the twin's tau_0 policy")
         if isinstance(checkpoint, dict):  # straight from train()
             ckpt = checkpoint
         else:
-            path = Path(checkpoint) if checkpoint else checkpoint_path()
-            if not path.is_file():
-                raise IndGenError(f"no twin policy checkpoint at {path}: run `indgen twin train-bc`")
-            try:
-                ckpt = torch.load(path, map_location="cpu", weights_only=True)
-            except Exception as exc:
-                raise IndGenError(f"{path} is not a readable twin policy checkpoint "
-                                  f"({exc.__class__.__name__})") from None
+            ckpt = load_checkpoint(Path(checkpoint) if checkpoint else checkpoint_path(), "twin policy",
+                                   "indgen twin train-bc")
+        # the kinematics of the model it was trained on (recorded since the built-in one exists):
+        # a world of the other model refuses it, like the camera policy
+        trained_on = (ckpt.get("info") or {}).get("robot_model")
+        builtin = builtin or trained_on == "builtin"
+        if trained_on:
+            self.metadata = {**type(self).metadata, "robot_model": trained_on}
         self.model = _mlp(ckpt["hidden"])
         self.model.load_state_dict(ckpt["state_dict"])
         self.model.eval()
@@ -189,33 +230,73 @@ class TwinBCPolicy(Policy):
         self.torch = torch
         from indgen_sim.twin.oracle import TwinOracle
 
-        self.ik = TwinOracle()  # only its kinematics: twist -> joint velocities
+        self.builtin = builtin
+        self.ik = TwinOracle(builtin)  # only its kinematics: twist -> joint velocities
 
     def infer(self, obs: dict[str, Any]) -> dict[str, Any]:
-        x = (features(obs).astype(np.float32) - self.mean) / self.std
+        q = np.asarray(obs["observation/joint_position"], dtype=float).reshape(7)
+        return {"actions": self.act(features(obs, self.builtin), q)[None, :]}
+
+    def act(self, x: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """One DROID action (7 joint velocities, gripper) for the features `x` at joints `q`."""
+        x = (x.astype(np.float32) - self.mean) / self.std
         with self.torch.no_grad():
             out = self.model(self.torch.as_tensor(x[None])).numpy()[0]
         twist = np.clip(out[:6], -1, 1) * TWIST_SCALE
-        q = np.asarray(obs["observation/joint_position"], dtype=float).reshape(7)
-        action = np.concatenate([self.ik.joint_velocities(q, twist), [1.0 if out[6] > 0 else 0.0]])
-        return {"actions": action[None, :]}
+        return np.concatenate([self.ik.joint_velocities(q, twist), [1.0 if out[6] > 0 else 0.0]])
+
+
+def best_iterate(rounds: int, start, drive, retrain, info: dict, who: str, log):
+    """DAgger rounds, keeping the iterate that solved most tau_0 episodes (iterates vary a lot;
+    only tau_0 ever chooses): `drive(r, iterate)` runs a round with it, giving (data, stats),
+    `retrain(data)` the next iterate; the last one drives once more, only to be judged."""
+    best, current = (-1, 0, start), start
+    for r in range(rounds + 1 if rounds else 0):
+        more, stats = drive(r, current)
+        what = f"DAgger round {r + 1}/{rounds}" if r < rounds else "last iterate"
+        log(f"  {what}: {who} solved {stats['solved']}/{stats['episodes']} at tau_0")
+        info["rounds"].append(stats)
+        if stats["solved"] >= best[0]:
+            best = (stats["solved"], r, current)
+        if r < rounds:
+            current = retrain(more)
+    if rounds:
+        info["chosen"] = f"the iterate that drove pass {best[1] + 1} ({best[0]}/{stats['episodes']} at tau_0)"
+        log(f"  kept {info['chosen']}")
+    return best[2]
 
 
 def train_with_dagger(demo_episodes: int = 40, rounds: int = 4, episodes_per_round: int = 30, epochs: int = 60,
-                      log=print) -> tuple[dict, dict]:
+                      builtin: bool = False, log=print) -> tuple[dict, dict]:
     """Oracle demonstrations, then DAgger rounds, all at tau_0; returns (checkpoint, info)."""
-    x, y, stats = collect(demo_episodes, log=log)
-    info = {"rounds": [stats]}
-    ckpt = train(x, y, epochs=epochs, log=log)
-    for r in range(rounds):
-        xr, yr, stats = collect(episodes_per_round, policy=TwinBCPolicy(ckpt), seed_base=8_000_000 + 1000 * r,
-                                log=log)
-        log(f"  DAgger round {r + 1}/{rounds}: the policy solved {stats['solved']}/{stats['episodes']} at tau_0")
-        info["rounds"].append(stats)
-        x, y = np.concatenate([x, xr]), np.concatenate([y, yr])
-        ckpt = train(x, y, epochs=epochs, log=log)
-    info["samples"] = len(x)
+    ckpt, info, _, _ = dagger(demo_episodes, rounds, episodes_per_round, epochs, builtin, log)
     return ckpt, info
+
+
+def dagger(demo_episodes: int, rounds: int, episodes_per_round: int, epochs: int, builtin: bool,
+           log=print) -> tuple[dict, dict, np.ndarray, np.ndarray]:
+    """train_with_dagger, and the oracle-labelled states it trained on (the camera-based policy
+    goes on training its control MLP on them)."""
+    from indgen_sim.twin import assets
+
+    x, y, stats = collect(demo_episodes, log=log, builtin=builtin)
+    info = {"rounds": [stats], "robot_model": assets.robot_source(prefer_builtin=builtin).kind}
+    ckpt = train(x, y, epochs=epochs, log=log)
+    data = {"x": x, "y": y}
+
+    def drive(r: int, current: dict):
+        xr, yr, stats = collect(episodes_per_round, policy=TwinBCPolicy(current, builtin=builtin),
+                                seed_base=8_000_000 + 1000 * r, log=log, builtin=builtin)
+        return (xr, yr), stats
+
+    def retrain(more) -> dict:
+        data["x"], data["y"] = np.concatenate([data["x"], more[0]]), np.concatenate([data["y"], more[1]])
+        return train(data["x"], data["y"], epochs=epochs, log=log)
+
+    ckpt = best_iterate(rounds, ckpt, drive, retrain, info, "the policy", log)
+    x, y = data["x"], data["y"]
+    info["samples"] = len(x)
+    return ckpt, info, x, y
 
 
 def train_and_save(path: str | Path | None = None, log=print, **options) -> Path:

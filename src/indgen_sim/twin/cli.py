@@ -19,13 +19,31 @@ def register(sub: argparse._SubParsersAction) -> None:
                         description="Collect oracle demonstrations at tau_0 (both tasks), train a small state-based "
                         "MLP (privileged object poses: simulation only), then run DAgger rounds at tau_0 in which "
                         "the policy drives and the oracle labels. About 4 minutes on 2 CPU cores.")
+    t.add_argument("--vision", action="store_true", help="the camera-based policy (droid_twin_vision): it sees "
+                   "only pi0.5-DROID's request (two images, joints, gripper, prompt); trained on the built-in FR3 "
+                   "unless --robot menagerie; about 15 minutes on 2 CPU cores")
+    t.add_argument("--robot", choices=("builtin", "menagerie"), help="the FR3 model to train on (default: --vision "
+                   "builtin, which renders 10x faster; the state-based policy menagerie where MENAGERIE_ROOT finds "
+                   "it); a vision checkpoint records it and refuses the other")
     t.add_argument("--out", type=Path, help="checkpoint path (default: $INDGEN_TWIN_CHECKPOINT or "
-                   "<data dir>/twin/bc_tau0.pt)")
+                   "<data dir>/twin/bc_tau0.pt; --vision: $INDGEN_TWIN_VISION_CHECKPOINT or "
+                   "<data dir>/twin/vision_tau0.pt)")
     t.add_argument("--demos", type=int, default=None, help="oracle demonstration episodes")
     t.add_argument("--rounds", type=int, default=None, help="DAgger rounds")
     t.add_argument("--episodes-per-round", type=int, default=None, help="policy-driven episodes per DAgger round")
     t.add_argument("--epochs", type=int, default=None, help="training epochs after each round")
     t.set_defaults(func=cmd_train_bc)
+
+    v = tsub.add_parser("views", help="save what a camera policy sees at a level: the request's two images",
+                        description="Reset the twin at the given levels of an axis (the built-in FR3 unless "
+                        "--robot menagerie) and save the exterior and wrist images exactly as pi0.5-DROID's request "
+                        "carries them (224 x 224, letterboxed), side by side, one PNG per level.")
+    v.add_argument("--axis", choices=AXES, default="stack")
+    v.add_argument("--levels", default="0", help="comma-separated levels (default: 0)")
+    v.add_argument("--seed", type=int, default=2000, help="the layout's seed (default: 2000)")
+    v.add_argument("--robot", choices=("builtin", "menagerie"), default="builtin")
+    v.add_argument("--out", type=Path, default=Path("."), help="folder for <axis>_k<level>_request.png")
+    v.set_defaults(func=cmd_views)
 
     d = tsub.add_parser("demo", help="dry-run an axis through the full ROS graph: oracle, then the tau_0 policy",
                         description="The sim-in-the-loop dry run (what `make demo` runs): bring the axis graph up "
@@ -43,13 +61,60 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_train_bc(args: argparse.Namespace) -> int:
-    from indgen_sim.twin import bc
+    from indgen_core.errors import IndGenError
+    from indgen_sim.twin import bc, vision
 
     options = {k: v for k, v in {"demo_episodes": args.demos, "rounds": args.rounds,
-                                 "episodes_per_round": args.episodes_per_round, "epochs": args.epochs}.items()
-               if v is not None}
-    path = bc.train_and_save(args.out, log=print, **options)
+                                 "episodes_per_round": args.episodes_per_round}.items() if v is not None}
+    if args.robot == "menagerie":
+        from indgen_sim.twin import assets
+
+        if assets.robot_source().kind != "menagerie":
+            raise IndGenError("--robot menagerie needs mujoco_menagerie's FR3: set MENAGERIE_ROOT")
+    if args.vision:  # --demos and --rounds count for both stages: the control MLP's and the cameras'
+        if args.epochs is not None:
+            options["perception_epochs"] = args.epochs
+        if args.demos is not None:
+            options["control_demos"] = args.demos
+        if args.rounds is not None:
+            options["state_rounds"] = args.rounds
+        path = vision.train_and_save(args.out, log=print, builtin=args.robot != "menagerie", **options)
+    else:
+        if args.epochs is not None:
+            options["epochs"] = args.epochs
+        path = bc.train_and_save(args.out, log=print, builtin=args.robot == "builtin", **options)
     print(f"checkpoint: {path}")
+    return 0
+
+
+def cmd_views(args: argparse.Namespace) -> int:
+    import numpy as np
+    from PIL import Image
+
+    from indgen_core.axes import library
+    from indgen_core.errors import IndGenError
+    from indgen_core.records import TaskSetup
+    from indgen_core.specs.droid import EXTERIOR, WRIST, DroidSpec
+    from indgen_sim.twin.world import DroidTwinWorld
+
+    try:
+        levels = [int(k) for k in args.levels.split(",")]
+    except ValueError:
+        raise IndGenError(f"--levels takes comma-separated integers such as 0,2, got {args.levels!r}") from None
+    axis = library().get(args.axis)
+    args.out.mkdir(parents=True, exist_ok=True)
+    with DroidTwinWorld(cameras=[EXTERIOR, WRIST], builtin=args.robot == "builtin") as world:
+        for k in levels:
+            level = axis.level(k)
+            setup = TaskSetup("views", f"views-{k}", "droid_twin", args.axis, k, k == 0, level.parameters, 0,
+                              args.seed, "views", level.language_instruction or "")
+            request = DroidSpec().request(world.reset(setup), setup, 0)
+            pair = np.concatenate([request["observation/exterior_image_1_left"],
+                                   request["observation/wrist_image_left"]], axis=1)
+            path = args.out / f"{args.axis}_k{k}_request.png"
+            Image.fromarray(pair).save(path)
+            values = ", ".join(f"{p.name}={p.value:g} {p.unit}" for p in level.parameters)
+            print(f"{path}  ({level.label}: {values})")
     return 0
 
 

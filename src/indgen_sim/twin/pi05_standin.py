@@ -49,7 +49,8 @@ def check_droid_request(obs: dict[str, Any]) -> None:
 
 
 class Pi05StandIn(Policy):
-    metadata: ClassVar[dict] = {"policy": "droid_pi05_standin", "spec": "droid", "stands_in_for": "pi05_droid"}
+    metadata: ClassVar[dict] = {"policy": "droid_pi05_standin", "spec": "droid", "stands_in_for": "pi05_droid",
+                                "privileged": False}
 
     def infer(self, obs: dict[str, Any]) -> dict[str, Any]:
         check_droid_request(obs)

@@ -2,12 +2,16 @@
 
 Observation (world side): joint positions (7), gripper position (0 open .. 1 closed, as
 DROID), camera images (224 x 224 by default; any size on request; only when cameras are on),
-and the privileged poses of the objects (sim only). Action, with DROID's semantics at 15 Hz:
+and the privileged poses of the objects (sim only). The images are rendered when first read,
+not when the observation is made (`Frames`): a DROID policy looks at one tick in eight, and a
+frame of the menagerie FR3 costs about 50 ms on a CPU. Action, with DROID's semantics at 15 Hz:
 `joint_velocity` v (7 values, nominally in [-1, 1], scaled down when max |v| > 1) moves each
 joint by v * 0.2 rad per tick (3 rad/s at 1.0); `gripper` g in [0, 1], 1 = closed.
 """
 
 from __future__ import annotations
+
+import collections.abc
 
 import mujoco
 import numpy as np
@@ -25,6 +29,39 @@ HOLD_TICKS = 8  # "stable for a moment": placed and at rest for 0.5 s
 PENETRATION_TOLERANCE = 0.002  # m; deeper contact after placement marks the setup invalid
 
 
+class StaleFrame(RuntimeError):
+    """A frame of a tick the simulation has already left was asked for."""
+
+
+class Frames(collections.abc.Mapping):
+    """Camera name -> RGB image of one tick, each rendered the first time it is read, from the
+    state of that tick: the same pixels as rendering every camera at every tick, at the cost
+    of only the frames someone looks at. Reading a frame after the world moved on is an
+    error, never an image of another tick."""
+
+    def __init__(self, world: DroidTwinWorld, names: list[str]):
+        self._world, self._names, self._epoch, self._done = world, list(names), world.epoch, {}
+
+    def __getitem__(self, camera: str) -> np.ndarray:
+        if camera not in self._done:
+            if camera not in self._names:
+                raise KeyError(camera)
+            if self._world.epoch != self._epoch:
+                raise StaleFrame(f"camera {camera} was read after the twin moved on from its tick")
+            self._done[camera] = self._world.render(camera)
+            self._world.frames_rendered += 1
+        return self._done[camera]
+
+    def __contains__(self, camera) -> bool:
+        return camera in self._names
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
 class DroidTwinWorld(World):
     name = "droid_twin"
     spec = "droid"
@@ -33,6 +70,7 @@ class DroidTwinWorld(World):
     def __init__(self, cameras: bool | list[str] = True, image_size: int | tuple[int, int] = 224,
                  builtin: bool = False):
         self.source = assets.robot_source(prefer_builtin=builtin)
+        self.robot_model = self.source.kind
         self.cameras = list(scene.CAMERA_NAMES) if cameras is True else list(cameras or [])
         self.image_size = (image_size, image_size) if isinstance(image_size, int) else tuple(image_size)
         self._models: dict[scene.Layout, mujoco.MjModel] = {}
@@ -42,6 +80,8 @@ class DroidTwinWorld(World):
         self.tick = 0
         self.lifted = False
         self.diverged = False
+        self.epoch = 0  # bumped whenever the simulated state changes: frames of older ticks are stale
+        self.frames_rendered = 0
 
     # -- building ---------------------------------------------------------------------------------
     def model(self, layout: scene.Layout) -> mujoco.MjModel:
@@ -80,6 +120,7 @@ class DroidTwinWorld(World):
             self._close_renderer()
         self.d = mujoco.MjData(m)
         self.diverged = False
+        self.epoch += 1
 
     def reset(self, setup: TaskSetup):
         self._build(setup)
@@ -107,6 +148,7 @@ class DroidTwinWorld(World):
         self.d.qpos[adr:adr + 3], self.d.qpos[adr + 3:adr + 7] = pos, quat
         self.d.qvel[self.m.joint(f"{name}_joint").dofadr[0]:][:6] = 0.0
         mujoco.mj_forward(self.m, self.d)
+        self.epoch += 1
 
     def check_penetration(self, tolerance: float = PENETRATION_TOLERANCE) -> None:
         """InvalidSetup when objects overlap: MuJoCo would push them apart violently."""
@@ -118,6 +160,7 @@ class DroidTwinWorld(World):
         """One control tick: the joints move by command * dt from where they were measured, a
         feed-forward velocity plus position feedback towards the tick's moving target."""
         m, d = self.m, self.d
+        self.epoch += 1
         d.ctrl[self.grip_act] = 255.0 * self.gripper_cmd
         q0 = d.qpos[self.arm_qpos].copy()
         delta = self.command / scene.CONTROL_HZ
@@ -191,6 +234,7 @@ class DroidTwinWorld(World):
                              f"machine builds the {self.source.kind} one")
         mujoco.mj_setState(self.m, self.d, values, spec)
         mujoco.mj_forward(self.m, self.d)
+        self.epoch += 1
         self.command = np.asarray(state["command"], dtype=float)
         self.gripper_cmd = float(state["gripper_cmd"])
         self.tick, self.lifted, self.diverged = int(state["tick"]), bool(state["lifted"]), bool(state["diverged"])
@@ -216,7 +260,7 @@ class DroidTwinWorld(World):
             "tick": self.tick,
         }
         if self.cameras:
-            obs["images"] = {cam: self.render(cam) for cam in self.cameras}
+            obs["images"] = Frames(self, self.cameras)
         return obs
 
     def render(self, camera: str, size: tuple[int, int] | None = None) -> np.ndarray:

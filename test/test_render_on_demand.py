@@ -1,0 +1,128 @@
+"""Cameras rendered only when a policy request needs them, in-process and through the graph:
+the same pixels as rendering every camera on every tick, from a fraction of the frames."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import servers
+import yaml
+
+from indgen_core.episode import run_episode
+from indgen_core.records import TaskSetup
+from indgen_core.specs.droid import EXTERIOR, WRIST, DroidSpec
+from indgen_sim.twin.pi05_standin import IMAGES, Pi05StandIn
+from indgen_sim.twin.world import DroidTwinWorld, StaleFrame
+
+CAMERAS = [EXTERIOR, WRIST]
+
+
+def _setup(max_steps: int = 24) -> TaskSetup:
+    from indgen_core.axes import library
+
+    level = library().get("stack").level(0)
+    return TaskSetup("rod", "rod-0", "droid_twin", "stack", 0, True, level.parameters, 0, 11, "droid_pi05_standin",
+                     level.language_instruction or "", max_steps=max_steps)
+
+
+class EveryTickWorld(DroidTwinWorld):
+    """The twin as it was: every camera rendered as soon as the observation is made."""
+
+    def observe(self):
+        obs = super().observe()
+        for cam in obs["images"]:
+            obs["images"][cam]
+        return obs
+
+
+def _requests(world) -> tuple[list[dict], dict]:
+    policy, seen = Pi05StandIn(), []
+
+    def infer(request):
+        request = {k: v for k, v in request.items() if not k.startswith("privileged/")}
+        seen.append({k: np.array(v, copy=True) for k, v in request.items() if k.startswith("observation/")})
+        return policy.infer(request)
+
+    result = run_episode(world, infer, DroidSpec(), _setup())
+    world.close()
+    return seen, result.details
+
+
+def test_a_frame_is_rendered_when_first_read_from_its_own_tick_and_never_after():
+    world = DroidTwinWorld(cameras=CAMERAS, builtin=True)
+    obs = world.reset(_setup())
+    assert world.frames_rendered == 0 and WRIST in obs["images"] and len(obs["images"]) == 2
+    first = obs["images"][EXTERIOR]
+    assert world.frames_rendered == 1 and obs["images"][EXTERIOR] is first  # rendered once, kept
+    assert np.array_equal(first, world.render(EXTERIOR))
+    world.step({"joint_velocity": np.full(7, 0.1), "gripper": 0.0})
+    with pytest.raises(StaleFrame):
+        obs["images"][WRIST]  # the state it would show is gone: an error, never another tick's image
+    with pytest.raises(KeyError):
+        obs["images"]["exterior_2"]
+    world.close()
+
+
+def test_in_process_requests_get_the_pixels_of_every_tick_rendering_from_a_fraction_of_the_frames():
+    eager, eager_details = _requests(EveryTickWorld(cameras=CAMERAS, builtin=True))
+    lazy, lazy_details = _requests(DroidTwinWorld(cameras=CAMERAS, builtin=True))
+    assert len(lazy) == len(eager) == 3  # 24 ticks, chunks of 8
+    for a, b in zip(eager, lazy, strict=True):
+        assert a.keys() == b.keys() and set(IMAGES) <= a.keys()
+        for key in a:
+            assert np.array_equal(a[key], b[key]), key
+    assert lazy_details["frames_rendered"] == 2 * len(lazy)
+    assert eager_details["frames_rendered"] == 2 * 25  # the reset and every one of the 24 ticks
+
+
+@pytest.mark.slow
+@pytest.mark.ros
+def test_through_the_graph_the_policy_gets_the_same_images_whether_rendered_every_tick_or_on_request(
+        tmp_path, ros_context):
+    """The requests as they crossed the wire (the policy node's /indgen/policy/exchange, heard
+    by this test from before the graph starts), with the world rendering every tick, then on
+    request."""
+    import rclpy
+    from ros_helpers import spinning
+
+    from indgen_core import topics
+    from indgen_core.nodes.base import RELIABLE
+    from indgen_core.store import ResultsStore
+    from indgen_core.wire import codec
+    from indgen_msgs.msg import PolicyExchange
+
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text(yaml.safe_dump({"name": "rod", "axis": "stack", "world": "droid_twin", "policies": [
+        "droid_pi05_standin"], "levels": [0], "trials_per_level": 1, "seed": 4, "purpose": "evaluate",
+        "max_steps": 24}))
+    node = rclpy.create_node("exchange_listener", context=ros_context)
+    heard: list = []
+    node.create_subscription(PolicyExchange, topics.POLICY_EXCHANGE, heard.append, RELIABLE)
+    seen, frames = {}, {}
+    with spinning(node):
+        for mode in ("every_tick", "on_request"):
+            heard.clear()
+            port, db = servers.free_port(), tmp_path / f"{mode}.sqlite"
+            proc = subprocess.run([sys.executable, "-m", "indgen_core.cli", "launch", "stack_axis", f"port:={port}",
+                                   f"server_uri:=ws://127.0.0.1:{port}", f"db:={db}", f"campaign:={campaign}",
+                                   "campaign_id:=rod", "policy:=droid_pi05_standin", "cameras:=exterior_1,wrist",
+                                   "builtin_fr3:=true", "privileged:=false", f"render:={mode}", "level_images:=false",
+                                   "allow_uncertified:=true", "override_reason:=a test of the camera path",
+                                   "record:=false", f"report_dir:={tmp_path / 'rep'}"],
+                                  capture_output=True, text=True, timeout=240)
+            assert proc.returncode == 0, proc.stdout[-5000:]
+            seen[mode] = [(m.step, {k: v for k, v in codec.decode_dict(bytes(m.request)).items()
+                                    if k.startswith("observation/")}) for m in list(heard)]
+            with ResultsStore(db) as store:
+                (detail,) = [d for _, _, _, d in store.result_details("rod")]
+                frames[mode] = detail["frames_rendered"]
+    node.destroy_node()
+    assert [step for step, _ in seen["on_request"]] == [step for step, _ in seen["every_tick"]] == [0, 8, 16]
+    for (_, a), (_, b) in zip(seen["every_tick"], seen["on_request"], strict=True):
+        assert a.keys() == b.keys() and set(IMAGES) <= a.keys()
+        for key in a:
+            assert np.array_equal(a[key], b[key]), key
+    assert frames == {"every_tick": 2 * 24, "on_request": 2 * 3}

@@ -1,0 +1,94 @@
+"""The camera-based tau_0 policy's checkpoint and its refusals: what it was trained on is
+recorded, the other FR3 model is refused in one sentence (in-process and by a world node),
+and a request without pi0.5-DROID's images is refused, not guessed at."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from indgen_core.errors import IndGenError
+from indgen_core.inprocess import InProcessExecutor
+from indgen_core.nodes.world_watch import WorldWatch
+from indgen_sim.twin import vision
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    """A small checkpoint from the real command (two demonstrations, one epoch)."""
+    out = tmp_path_factory.mktemp("vision") / "v.pt"
+    proc = subprocess.run([sys.executable, "-m", "indgen_core.cli", "twin", "train-bc", "--vision", "--demos", "2",
+                           "--rounds", "0", "--epochs", "1", "--out", str(out)], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert f"checkpoint: {out}" in proc.stdout and "on the builtin FR3" in proc.stdout
+    return out
+
+
+def test_the_checkpoint_records_its_robot_model_and_what_it_was_trained_on(checkpoint):
+    ckpt = torch.load(checkpoint, map_location="cpu", weights_only=True)
+    assert ckpt["kind"] == "vision" and ckpt["robot_model"] == "builtin" and ckpt["chunk"] == vision.CHUNK
+    info = ckpt["info"]
+    assert info["robot_model"] == "builtin" and info["rounds"][0]["episodes"] == 2 and info["frames"] > 0
+    assert info["train_seconds"] > 0
+    policy = vision.TwinVisionPolicy(checkpoint)
+    assert policy.metadata["robot_model"] == "builtin" and policy.metadata["privileged"] is False
+
+
+def test_the_other_robot_model_is_refused_in_one_sentence(checkpoint):
+    from indgen_sim.twin.world import DroidTwinWorld
+
+    ckpt = torch.load(checkpoint, map_location="cpu", weights_only=True)
+    ckpt["robot_model"] = "menagerie"
+    policy = vision.TwinVisionPolicy(ckpt)
+    executor = InProcessExecutor(DroidTwinWorld(cameras=["exterior_1", "wrist"], builtin=True),
+                                 policies={"droid_twin_vision": policy})
+    with pytest.raises(IndGenError, match="trained on the menagerie FR3's images and this world renders the "
+                                          "builtin one: run the world with builtin_fr3:=false"):
+        executor.policy("droid_twin_vision")
+    executor.close()
+
+    # a world node hears the policy's metadata on /indgen/policy_status and stops every episode
+    from indgen_msgs.msg import PolicyStatus
+
+    watch = WorldWatch(world_robot="builtin")
+    watch.on_policy_status(PolicyStatus(connected=True, metadata_json=json.dumps(policy.metadata)))
+    assert "trained on the menagerie FR3's images" in watch.reason(0.0, 10.0)
+    watch.on_policy_status(PolicyStatus(connected=True, metadata_json="{not json"))
+    assert watch.reason(0.0, 10.0) is None
+
+
+def test_a_request_without_the_images_or_with_another_task_is_refused(checkpoint):
+    policy = vision.TwinVisionPolicy(checkpoint)
+    request = {"observation/joint_position": np.zeros(7), "observation/gripper_position": np.zeros(1),
+               "prompt": "Place the orange block on the blue block."}
+    with pytest.raises(ValueError, match="needs pi05_droid's request; missing observation/exterior_image_1_left"):
+        policy.infer(request)
+    request |= {"observation/exterior_image_1_left": np.zeros((224, 224, 3), np.uint8),
+                "observation/wrist_image_left": np.zeros((224, 224, 3), np.uint8)}
+    assert policy.infer(request)["actions"].shape == (vision.CHUNK, 8)
+    with pytest.raises(ValueError, match="knows the stack and cup-in-bowl tasks"):
+        policy.infer(request | {"prompt": "fold the towel"})
+
+
+def test_a_state_checkpoint_is_not_taken_for_a_vision_one(tmp_path):
+    torch.save({"state_dict": {}, "hidden": 8}, tmp_path / "bc.pt")
+    with pytest.raises(IndGenError, match="is not a vision policy checkpoint"):
+        vision.TwinVisionPolicy(tmp_path / "bc.pt")
+    with pytest.raises(IndGenError, match=r"no vision policy checkpoint at .*indgen twin train-bc --vision"):
+        vision.TwinVisionPolicy(tmp_path / "missing.pt")
+
+
+def test_menagerie_training_without_the_menagerie_is_one_sentence(tmp_path, monkeypatch):
+    monkeypatch.delenv("MENAGERIE_ROOT", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no mujoco-menagerie cache either
+    proc = subprocess.run([sys.executable, "-m", "indgen_core.cli", "twin", "train-bc", "--vision", "--robot",
+                           "menagerie", "--out", str(tmp_path / "x.pt")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "--robot menagerie needs mujoco_menagerie's FR3: set MENAGERIE_ROOT" in proc.stderr
+    assert not (tmp_path / "x.pt").exists()
