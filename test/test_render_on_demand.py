@@ -3,9 +3,9 @@ the same pixels as rendering every camera on every tick, from a fraction of the 
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import time
 
+import graphs
 import numpy as np
 import pytest
 import servers
@@ -106,14 +106,27 @@ def test_through_the_graph_the_policy_gets_the_same_images_whether_rendered_ever
         for mode in ("every_tick", "on_request"):
             heard.clear()
             port, db = servers.free_port(), tmp_path / f"{mode}.sqlite"
-            proc = subprocess.run([sys.executable, "-m", "indgen_core.cli", "launch", "stack_axis", f"port:={port}",
-                                   f"server_uri:=ws://127.0.0.1:{port}", f"db:={db}", f"campaign:={campaign}",
-                                   "campaign_id:=rod", "policy:=droid_pi05_standin", "cameras:=exterior_1,wrist",
-                                   "builtin_fr3:=true", "privileged:=false", f"render:={mode}", "level_images:=false",
-                                   "allow_uncertified:=true", "override_reason:=a test of the camera path",
-                                   "record:=false", f"report_dir:={tmp_path / 'rep'}"],
-                                  capture_output=True, text=True, timeout=240)
-            assert proc.returncode == 0, proc.stdout[-5000:]
+            # no policy server yet: no episode can start before this listener has matched the
+            # policy node's exchange publisher (a late match would miss the first requests)
+            proc = graphs.launch("stack_axis", "start_policy_server:=false", f"server_uri:=ws://127.0.0.1:{port}",
+                                 f"db:={db}", f"campaign:={campaign}", "campaign_id:=rod",
+                                 "cameras:=exterior_1,wrist", "builtin_fr3:=true", "privileged:=false",
+                                 f"render:={mode}", "level_images:=false", "allow_uncertified:=true",
+                                 "override_reason:=a test of the camera path", "record:=false",
+                                 f"report_dir:={tmp_path / 'rep'}")
+            server = None
+            try:
+                deadline = time.monotonic() + 60
+                while node.count_publishers(topics.POLICY_EXCHANGE) < 1 and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                time.sleep(1.0)
+                server = servers.start_server("droid_pi05_standin", port)
+                graphs.finish(proc, timeout=240)
+            finally:
+                if server is not None:
+                    servers.stop(server)
+                if proc.poll() is None:
+                    proc.kill()
             seen[mode] = [(m.step, {k: v for k, v in codec.decode_dict(bytes(m.request)).items()
                                     if k.startswith("observation/")}) for m in list(heard)]
             with ResultsStore(db) as store:
