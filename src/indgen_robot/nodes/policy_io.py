@@ -180,7 +180,6 @@ class StampedTickIO:
         self._frames_cond = threading.Condition()
         self.image_wait_s = float(node.p.get("image_timeout_s", 5.0))
         self.image_size = int(node.p.get("image_size", 0))
-        self.image_requests = 0
         self.request_pub = node.create_publisher(ImageRequest, topics.IMAGE_REQUEST, LOCKSTEP) if self.cameras \
             else None
         self.part(ControlTick, topics.CONTROL_TICK, "tick")
@@ -239,7 +238,6 @@ class StampedTickIO:
         with self._frames_cond:
             if not set(self.cameras) <= self.frames.get(stamp, {}).keys():
                 self.request_pub.publish(request)
-                self.image_requests += 1
             while not set(self.cameras) <= self.frames.get(stamp, {}).keys():
                 left = deadline - time.monotonic()
                 if left <= 0:

@@ -45,7 +45,6 @@ class StampedWorldIO:
         self.slot = AnswerSlot(self.parts)
         self.sequence = 0
         self.malformed = 0
-        self.frames_sent = 0
         if self.image_pubs:
             subscribe(node, ImageRequest, topics.IMAGE_REQUEST, lambda m: self.slot.ask(m.sequence, m), LOCKSTEP)
 
@@ -114,4 +113,3 @@ class StampedWorldIO:
                                              throttle_duration_sec=5.0)
                 continue
             self.image_pubs[cam].publish(fr3.image(rgb, stamp, cam))
-            self.frames_sent += 1
