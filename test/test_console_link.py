@@ -43,8 +43,9 @@ def test_two_consoles_on_one_prompt_one_answer_is_accepted(tmp_path, ros_context
     pm = subprocess.Popen([graph.executable_path("progression_manager"), "--ros-args", "-p", f"campaign:={campaign}",
                            "-p", "campaign_id:=two", "-p", f"db:={tmp_path / 'r.db'}", "-p", "allow_uncertified:=true",
                            "-p", "override_reason:='test: no world runs'", "-p", "wait_for_operator:=true",
-                           "-p", "server_wait_s:=10.0"], stdout=(tmp_path / "pm.log").open("w"),
-                          stderr=subprocess.STDOUT, text=True)  # a file: an unread pipe fills and blocks it
+                           "-p", "server_wait_s:=10.0", "-p", "prepare_timeout_s:=5.0"],
+                          stdout=(tmp_path / "pm.log").open("w"),  # a file: an unread pipe fills and blocks it
+                          stderr=subprocess.STDOUT, text=True)
     world = rclpy.create_node("world", context=ros_context)
 
     def ready(request, response):

@@ -82,6 +82,32 @@ def test_streamed_segments_stay_within_the_robots_acceleration_even_when_started
     assert worst < 0.8, f"peak acceleration {worst:.2f} of the limit"
 
 
+@pytest.mark.parametrize("late", [0.0, 0.05, 0.1, 0.2])
+def test_a_hold_that_reaches_the_controller_late_stays_within_the_robots_acceleration(late):
+    """An e-stop or a lost policy comes while the arm streams at speed, often when the
+    machine is busiest: the controller starts the hold `late` seconds after the runner
+    planned it, from a reference that has moved on. The stop still stays under franka's
+    acceleration limits (the stand-in's reflex line), and it ends at rest."""
+    rng = np.random.default_rng(1)
+    a_limit = np.array(CONFIG.arm.acceleration_limits)
+    worst = 0.0
+    for _ in range(200):
+        ref = Trajectory.at_rest(0.0, np.array(CONFIG.reset.pose))
+        now = 0.0
+        for _tick in range(int(rng.integers(3, 30))):  # stream at random speeds first
+            q, dq, _ = ref.sample(now)
+            ref = Trajectory(now, q, dq, GATE.stream(q, dq, np.clip(rng.normal(0, 0.7, 7), -1, 1))[0])
+            now += GATE.period
+        q, dq, _ = ref.sample(now)
+        hold = GATE.hold(q, dq)
+        q0, dq0, _ = ref.sample(now + late)
+        held = Trajectory(now + late, q0, dq0, hold)
+        for t in np.linspace(now + late, held.end_time, 60):
+            worst = max(worst, float(np.max(np.abs(held.sample(t)[2]) / a_limit)))
+        assert np.all(held.sample(held.end_time + 0.1)[1] == 0)
+    assert worst < 0.9, f"peak acceleration {worst:.2f} of the limit, {late * 1000:.0f} ms late"
+
+
 def test_a_stream_that_stops_comes_to_rest_inside_the_limits():
     q = np.array(CONFIG.reset.pose)
     q[0] = UPPER[0] - 0.1  # close to a limit, moving towards it at full speed

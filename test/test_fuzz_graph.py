@@ -77,11 +77,11 @@ def release_estop(node) -> None:
     from std_srvs.srv import SetBool
 
     client = node.create_client(SetBool, "/indgen/estop")
-    if spin_until(node, client.service_is_ready, 10):
-        # the graph is still digesting the fuzz (and recording it) on two cores: allow it time
-        future = call_with_retry(node, lambda: client.call_async(SetBool.Request(data=False)), timeout=60.0,
-                                 attempt_timeout=5.0)
-        assert future is not None and future.result().success
+    assert spin_until(node, client.service_is_ready, 30), "no /indgen/estop service to release the e-stop"
+    # the graph is still digesting the fuzz (and recording it) on two cores: allow it time
+    future = call_with_retry(node, lambda: client.call_async(SetBool.Request(data=False)), timeout=60.0,
+                             attempt_timeout=5.0)
+    assert future is not None and future.result().success
     node.destroy_client(client)
 
 
@@ -110,6 +110,7 @@ def test_garbage_on_every_subscription_kills_no_node_and_the_campaign_completes(
     qos = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
     rng = random.Random(17)
     sent: dict[str, int] = {}
+    calls = []
     try:
         subs = _subscriptions(node, GRAPH_NODES[profile])
         topics = sorted({pair for pairs in subs.values() for pair in pairs})
@@ -129,15 +130,25 @@ def test_garbage_on_every_subscription_kills_no_node_and_the_campaign_completes(
             for (_, type_name), client in clients.items():
                 cls = _service_class(type_name)
                 for _ in range(5):
-                    client.call_async(fuzz.fuzz(cls.Request, rng))
+                    calls.append(client.call_async(fuzz.fuzz(cls.Request, rng)))
             spin_until(node, lambda: False, 1.5)
+        # a fuzzed e-stop holds the world until someone releases it, as it should; the operator
+        # does, once the graph has digested the garbage: a fuzzed "engage" still queued behind
+        # the release would hold the world for good. The last message on the e-stop topic is a
+        # release (one publisher's messages arrive in order), and every fuzzed call is answered.
+        from std_msgs.msg import Bool
+
+        for (topic, _), pub in pubs.items():
+            if topic == "/indgen/estop":
+                pub.publish(Bool(data=False))
+        answered = spin_until(node, lambda: all(c.done() for c in calls), 120)
+        assert proc.poll() is None, "the graph stopped while fuzzed"
+        assert answered, f"{sum(not c.done() for c in calls)} of {len(calls)} fuzzed service calls never answered"
+        release_estop(node)
         for pub in pubs.values():
             node.destroy_publisher(pub)
-        assert proc.poll() is None, "the graph stopped while fuzzed"
-        # a fuzzed e-stop holds the world until someone releases it, as it should; the operator does
-        release_estop(node)
         server = servers.start_server(policy, port)  # now the campaign can run
-        out = graphs.finish(proc, timeout=600)
+        out = graphs.finish(proc, timeout=360)  # under the test's own timeout: a failure shows the log
     finally:
         node.destroy_node()
         if server is not None:

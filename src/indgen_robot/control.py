@@ -34,6 +34,12 @@ from indgen_core.specs.droid import DELTA_PER_TICK
 from indgen_core.trajectory import Point
 
 MIN_STOP_S = 0.1
+#: a hold (e-stop, lost policy, end of episode) stops over at least this long. A hold comes at
+#: any moment, often when the machine is busiest, and the controller starts it from where its
+#: reference has moved on meanwhile: started d late, the stop's spline asks 6 v d / T^2 more
+#: acceleration than planned. Over T >= 0.4 s a hold that arrives 0.2 s late stays under
+#: franka's acceleration limits (test_fr3_control); the arm travels at most v * 0.2 s more.
+HOLD_MIN_S = 0.4
 
 
 class RefusedCommand(ValueError):
@@ -79,9 +85,10 @@ class CommandGate:
         root = lambda d: a * (-t + np.sqrt(t * t + 2 * d / a))  # noqa: E731  (v T + v^2 / 2a = d)
         return root(up), root(down)
 
-    def stop_points(self, q: np.ndarray, v: np.ndarray, after: float = 0.0) -> Point:
-        """Decelerate from velocity v at q to rest, at the allowed deceleration."""
-        stop = max(float(np.max(np.abs(v) / self.a_max)), MIN_STOP_S)
+    def stop_points(self, q: np.ndarray, v: np.ndarray, after: float = 0.0, least: float = MIN_STOP_S) -> Point:
+        """Decelerate from velocity v at q to rest, at the allowed deceleration, over at least
+        `least` seconds."""
+        stop = max(float(np.max(np.abs(v) / self.a_max)), least)
         return Point(after + stop, np.clip(q + v * stop / 2, self.lower, self.upper), np.zeros(7))
 
     def stream(self, q_ref: np.ndarray, dq_ref: np.ndarray, velocity: np.ndarray) -> tuple[list[Point], np.ndarray]:
@@ -101,7 +108,7 @@ class CommandGate:
         """Come to rest as soon as the allowed deceleration permits, from the reference."""
         q_ref = np.clip(np.nan_to_num(q_ref), self.lower, self.upper)
         dq_ref = np.clip(np.nan_to_num(dq_ref), -self.v_max, self.v_max)
-        return [self.stop_points(q_ref, dq_ref)]
+        return [self.stop_points(q_ref, dq_ref, least=HOLD_MIN_S)]
 
     def move_to(self, q_ref: np.ndarray, dq_ref: np.ndarray, goal: np.ndarray, max_speed: float) -> list[Point]:
         """One smooth segment to `goal` at rest (the reset), no faster than max_speed (rad/s)

@@ -84,6 +84,7 @@ class ProgressionManager(Node):
                                   callback_group=self.group)
         self.prepare_client = self.create_client(PrepareTrial, topics.PREPARE_TRIAL, callback_group=self.group)
         self._world_needs_operator = False
+        self._prepare_matched = False
         self._open_prompt = OperatorPrompt()
         self._last_feedback = 0.0
         self._stop = threading.Event()
@@ -333,6 +334,11 @@ class ProgressionManager(Node):
         if not self.prepare_client.wait_for_service(timeout_sec=self.p["server_wait_s"] if
                                                     self._with_operator else 0.5):
             return (False, f"no {topics.PREPARE_TRIAL} service") if self._with_operator else (True, "")
+        if not self._prepare_matched:
+            # a server just discovered may not yet know this client's reply reader, and DDS
+            # then drops the reply (the call would wait out prepare_timeout_s): let it settle
+            time.sleep(1.0)
+            self._prepare_matched = True
         request = PrepareTrial.Request(setup=convert.setup_to_msg(setup, self.get_clock().now().to_msg()))
         self._status(CampaignStatus.STATE_RUNNING, f"preparing {setup.trial_id}")
         future = self.prepare_client.call_async(request)

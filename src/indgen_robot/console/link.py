@@ -146,7 +146,7 @@ class ConsoleLink:
             if len(self._ticks) > 1:
                 self.model.tick_rate = (len(self._ticks) - 1) / (self._ticks[-1] - self._ticks[0])
             self.model.step = msg.step
-            self._last_tick = now
+            self._last_tick = self.model.episode_last_tick = now
             if not msg.wall_clock:  # the simulated world has no robot status: ticks say an episode runs
                 self.model.episode_running = True
 

@@ -115,6 +115,7 @@ class ConsoleModel:
     tick_rate: float = 0.0
     step: int = 0
     episode_started: float | None = None
+    episode_last_tick: float | None = None  # the timer stops here when the episode is over
     levels: dict[tuple[str, int], dict] = field(default_factory=dict)
     prompt: Prompt | None = None
     episode_running: bool = False
@@ -143,7 +144,10 @@ class ConsoleModel:
         return WAITING
 
     def episode_seconds(self) -> float:
-        return time.monotonic() - self.episode_started if self.episode_started else 0.0
+        if not self.episode_started:
+            return 0.0
+        end = time.monotonic() if self.episode_running or not self.episode_last_tick else self.episode_last_tick
+        return max(end - self.episode_started, 0.0)
 
     # -- keys ----------------------------------------------------------------------------------------
     def press(self, key: str) -> list:
