@@ -9,6 +9,7 @@ Register it for child processes with INDGEN_WORLDS / INDGEN_POLICIES / INDGEN_SP
 from __future__ import annotations
 
 import os
+import signal
 import time
 
 import numpy as np
@@ -49,7 +50,7 @@ class ToyWorld(World):
         marker = os.environ.get("TOY_CRASH_ONCE")  # a file path: crash once, at level 2, trial 1
         if marker and setup.trial_index == 1 and setup.level == 2 and not os.path.exists(marker):
             open(marker, "w").close()
-            os._exit(7)  # a simulator that takes its process down, once
+            os.kill(os.getpid(), signal.SIGKILL)  # the worker process killed mid-trial, once
         if setup.options.get("invalid_level") == setup.level:
             raise InvalidSetup("toy blocks interpenetrate")
         self.level = setup.level
