@@ -297,7 +297,7 @@ def test_a_bag_splits_at_its_size_and_the_parts_read_back_as_one(tmp_path):
     from indgen_core.bags.writer import BagWriter
 
     store = get_typestore(Stores.ROS2_JAZZY)
-    String = store.types["std_msgs/msg/String"]
+    string_msg = store.types["std_msgs/msg/String"]
     writer = BagWriter(tmp_path / "run", split_bytes=64 * 1024, flush_s=0.0)
     writer.add_topic("/chatter", "std_msgs/msg/String")
     writer.add_topic("/other", "std_msgs/msg/String")
@@ -305,8 +305,8 @@ def test_a_bag_splits_at_its_size_and_the_parts_read_back_as_one(tmp_path):
     for i in range(60):
         text = f"{i:04d}" + os.urandom(4000).hex()  # what zstd cannot shrink: the size grows
         topic = "/chatter" if i % 3 else "/other"
-        writer.write(topic, "std_msgs/msg/String", 1_000_000 * (i + 1), bytes(store.serialize_cdr(String(data=text),
-                                                                                                   String.__msgtype__)))
+        writer.write(topic, "std_msgs/msg/String", 1_000_000 * (i + 1), bytes(store.serialize_cdr(string_msg(data=text),
+                                                                                                   string_msg.__msgtype__)))
         sent.append((topic, text[:4]))
     writer.close()
     assert len(writer.paths) >= 3 and writer.paths[1].name == "run_1", writer.paths

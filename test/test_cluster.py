@@ -113,8 +113,13 @@ def test_blockenv_and_twin_campaigns_on_a_two_worker_cluster_equal_a_sequential_
         indgen("campaign", "run", str(cfg), "--id", cid, "--db", str(db), env=env)
     cluster = Cluster(env)
     try:
-        out = indgen("doctor", "--cluster", cluster.address, env=env).stdout
-        assert "2 workers" in out and "same IndGen" in out
+        out = indgen("doctor", "--cluster", cluster.address, "--campaign", str(twin), env=env).stdout
+        assert "2 workers" in out and "same IndGen" in out and "problem" not in out
+        lacking = tmp_path / "lacking.yaml"  # a campaign whose world and policy no worker has
+        lacking.write_text(twin.read_text().replace("droid_twin_oracle", "no_such_policy").replace(
+            "world: droid_twin", "world: no_such_world"))
+        missing = indgen("doctor", "--cluster", cluster.address, "--campaign", str(lacking), env=env, expect=1).stdout
+        assert "lacks the world(s) no_such_world" in missing and "lacks the policy(ies) no_such_policy" in missing
         for cfg, cid in ((blockenv, "b-dask"), (twin, "t-dask")):
             indgen("campaign", "run", str(cfg), "--id", cid, "--db", str(db), "--cluster", cluster.address, env=env)
     finally:

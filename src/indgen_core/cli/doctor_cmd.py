@@ -20,6 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "their IndGen version and the worlds and policies each has")
     p.add_argument("--world", action="append", default=[], metavar="NAME",
                    help="with --cluster: a world every worker must have (repeat for more)")
+    p.add_argument("--campaign", metavar="FILE",
+                   help="with --cluster: a campaign YAML; every worker must have its world and its policies")
     p.set_defaults(func=run)
 
 
@@ -51,6 +53,13 @@ def _cluster(args: argparse.Namespace) -> int:
     """Every worker of the cluster against this machine: the same IndGen, the worlds asked for."""
     from indgen_core import __version__, cluster
 
+    worlds, policies = list(args.world), []
+    if args.campaign:  # before the cluster: a bad file is one sentence, not a connection
+        from indgen_core.campaign import load_campaign_config
+
+        config = load_campaign_config(args.campaign)
+        worlds.append(config.world)
+        policies = list(config.policies)
     with cluster.connect(args.cluster) as client:
         facts = cluster.cluster_facts(client)
     if not facts:
@@ -58,12 +67,15 @@ def _cluster(args: argparse.Namespace) -> int:
         return 1
     problems = []
     for address, f in sorted(facts.items()):
-        missing = [w for w in args.world if w not in f["worlds"]]
+        missing = [w for w in dict.fromkeys(worlds) if w not in f["worlds"]]
+        lacking = [p for p in policies if p not in f["policies"]]
         line = f"  {address}: IndGen {f['indgen']}, Python {f['python']}, worlds {', '.join(f['worlds'])}"
         if f["indgen"] != __version__:
             problems.append(f"{address} runs IndGen {f['indgen']}, this machine {__version__}")
         if missing:
             problems.append(f"{address} lacks the world(s) {', '.join(missing)}")
+        if lacking:
+            problems.append(f"{address} lacks the policy(ies) {', '.join(lacking)}")
         print(line)
     same = "same IndGen as this machine" if all(f["indgen"] == __version__ for f in facts.values()) else \
         "NOT the same IndGen everywhere"
