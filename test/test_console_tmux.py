@@ -69,7 +69,7 @@ def test_a_person_runs_a_two_level_campaign_with_the_console(tmp_path, ros_conte
     env = dict(os.environ, INDGEN_ARTIFACTS=str(tmp_path / "art"))
     env.pop("MENAGERIE_ROOT", None)
     proc = graphs.launch("stack_axis", "sim:=false", "robot:=mock", "builtin_fr3:=true", "camera_hz:=2",
-                         f"port:={port}", f"server_uri:=ws://127.0.0.1:{port}", f"db:={db}",
+                         "bag_exclude:=/zed", f"port:={port}", f"server_uri:=ws://127.0.0.1:{port}", f"db:={db}",
                          f"report_dir:={tmp_path / 'reports'}", f"campaign:={campaign}", "campaign_id:=people",
                          env=env)
     console_env = {"ROS_DOMAIN_ID": str(ros_isolation), "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",

@@ -170,6 +170,13 @@ def test_the_runner_resets_holds_and_never_applies_a_bad_command(robot):
     # the reset reaches DROID's reset pose within tolerance
     assert _call(prepare, PrepareTrial.Request(setup=convert.setup_to_msg(setup("r", 10)))).ready
     assert np.max(np.abs(joints[-1][1] - np.array(CONFIG.reset.pose))) <= CONFIG.reset.tolerance
+    # the same request again (a reply lost to discovery: the progression manager asks again):
+    # answered from where the arm is, nothing sent to the arm
+    time.sleep(1.2)  # the stand-in's latched status (every 0.5 s) is current
+    before = status.get("trajectories")
+    assert _call(prepare, PrepareTrial.Request(setup=convert.setup_to_msg(setup("r", 10)))).ready
+    time.sleep(1.2)
+    assert before and status.get("trajectories") == before, (before, status.get("trajectories"))
 
     for behaviour in ("stale_then_still", "still_then_repeat", "garbage"):
         start = joints[-1][1].copy()

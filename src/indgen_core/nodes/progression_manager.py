@@ -29,6 +29,9 @@ Parameters:
   operator_labels (bool)    ask the person to label every episode (rehearsal in sim); episodes the
                             world does not judge (the real robot) are always labelled
   prepare_timeout_s (float) how long the world's prepare (reset) may take
+  prepare_retry_s (float)   ask again when no answer came this long (a request or reply lost to
+                            DDS discovery; the world answers a repeat for a trial it has prepared
+                            at once, without moving)
   exit_when_done (bool)     exit (status 0) when the campaign is done
   axis, levels, trials, world_options   override the campaign file's axis, levels ("-1,0,1"),
                             trials per level and world options (a YAML mapping, merged), so one
@@ -68,6 +71,7 @@ class ProgressionManager(Node):
         self.p = declare(self, campaign="", campaign_id="", db="", allow_uncertified=False, override_reason="",
                          episode_timeout_s=600.0, server_wait_s=10.0, commit_timeout_s=30.0, abort_backoff_s=1.0,
                          world_silence_s=5.0, wait_for_operator=False, operator_labels=False, prepare_timeout_s=60.0,
+                         prepare_retry_s=5.0,
                          exit_when_done=True, axis="", levels="", trials=0, world_options="")
         self.store = ResultsStore(self.p["db"] or None)
         self.record = self._plan_or_resume()
@@ -84,7 +88,6 @@ class ProgressionManager(Node):
                                   callback_group=self.group)
         self.prepare_client = self.create_client(PrepareTrial, topics.PREPARE_TRIAL, callback_group=self.group)
         self._world_needs_operator = False
-        self._prepare_matched = False
         self._open_prompt = OperatorPrompt()
         self._last_feedback = 0.0
         self._stop = threading.Event()
@@ -334,18 +337,23 @@ class ProgressionManager(Node):
         if not self.prepare_client.wait_for_service(timeout_sec=self.p["server_wait_s"] if
                                                     self._with_operator else 0.5):
             return (False, f"no {topics.PREPARE_TRIAL} service") if self._with_operator else (True, "")
-        if not self._prepare_matched:
-            # a server just discovered may not yet know this client's reply reader, and DDS
-            # then drops the reply (the call would wait out prepare_timeout_s): let it settle
-            time.sleep(1.0)
-            self._prepare_matched = True
         request = PrepareTrial.Request(setup=convert.setup_to_msg(setup, self.get_clock().now().to_msg()))
         self._status(CampaignStatus.STATE_RUNNING, f"preparing {setup.trial_id}")
-        future = self.prepare_client.call_async(request)
-        if not _wait(future, self.p["prepare_timeout_s"], self._stop):
-            # a reply lost right after discovery, or a reset that hangs: the trial is re-run
-            return False, f"no answer to the prepare request within {self.p['prepare_timeout_s']:g} s"
-        response = future.result()
+        # right after discovery DDS can lose a request or its reply: ask again every
+        # prepare_retry_s (a world answers a repeat for a prepared trial at once, without moving)
+        calls = [self.prepare_client.call_async(request)]
+        deadline = time.monotonic() + self.p["prepare_timeout_s"]
+        answered = None
+        while answered is None:
+            retry = min(time.monotonic() + max(self.p["prepare_retry_s"], 0.1), deadline)
+            if _wait(_AnyDone(calls), retry - time.monotonic(), self._stop):
+                answered = next(c for c in calls if c.done())
+            elif self._stop.is_set() or time.monotonic() >= deadline:
+                # a reset that hangs, or a world that never answers: the trial is re-run
+                return False, f"no answer to the prepare request within {self.p['prepare_timeout_s']:g} s"
+            else:
+                calls.append(self.prepare_client.call_async(request))
+        response = answered.result()
         if response.needs_operator and not self._world_needs_operator:
             self._world_needs_operator = True
             self.get_logger().info("the world is physical: every scene waits for the operator, every episode is "
@@ -377,6 +385,16 @@ class ProgressionManager(Node):
 
     def _header(self):
         return Header(stamp=self.get_clock().now().to_msg())
+
+
+class _AnyDone:
+    """Several calls of one request as one future: done when any of them is."""
+
+    def __init__(self, futures):
+        self.futures = futures
+
+    def done(self) -> bool:
+        return any(f.done() for f in self.futures)
 
 
 def _wait(future, timeout: float, stop: threading.Event, give_up=lambda: False) -> bool:

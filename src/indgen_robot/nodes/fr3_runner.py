@@ -84,6 +84,7 @@ class Fr3Runner(Node):
         self.end_requested = ""
         self.watch = WorldWatch(policy_silence_s=5.0)
         self.prepared: tuple[str, float] | None = None  # trial id, when
+        self.last_prepare: tuple[str, int, int] | None = None  # (trial id, request stamp): a repeat
         self.sequence = 0
         self.state = RobotStatus.STATE_IDLE
         self.status_message = "waiting for a trial"
@@ -219,6 +220,14 @@ class Fr3Runner(Node):
             response.ready, response.message = False, "the soft e-stop is engaged; release it first"
             response.needs_operator = True
             return response
+        asked = (setup.trial_id, request.setup.header.stamp.sec, request.setup.header.stamp.nanosec)
+        if asked == self.last_prepare:
+            # the same request again (the progression manager's first one or our reply was lost,
+            # or the reset took long): the arm does not move again, a person may be in the cell
+            ok, message = self.at_reset_pose()
+            response.ready, response.message, response.needs_operator = ok, message, True
+            return response
+        self.last_prepare = asked
         self._set_state(RobotStatus.STATE_RESETTING, f"resetting for {setup.trial_id}")
         self._gripper(0.0)
         ok, message = reset_arm(self, self.config)
