@@ -71,6 +71,7 @@ class ConsoleLink:
         self.executor.add_node(n)
         self._stop = threading.Event()
         self._ticks: list[float] = []
+        self._prompt_stamp = (0, 0)  # of the prompt shown
         self._last_tick = 0.0
         threading.Thread(target=self._spin, name="console-ros", daemon=True).start()
         threading.Thread(target=self._keep_registered, name="console-register", daemon=True).start()
@@ -92,6 +93,12 @@ class ConsoleLink:
 
     def _on_prompt(self, msg: OperatorPrompt) -> None:
         with self.lock:
+            # the prompt comes two ways, the latched topic and the registration reply; a reply
+            # made before the latest prompt opened can arrive after it: the older never wins
+            stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec)
+            if stamp < self._prompt_stamp:
+                return
+            self._prompt_stamp = stamp
             prompt = self._prompt_from(msg)
             if prompt is None or prompt.prompt_id != getattr(self.model.prompt, "prompt_id", None):
                 self.model.number = ""
