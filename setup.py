@@ -46,7 +46,8 @@ NODES = {
 EXTRAS = {
     "sim": ["mujoco>=3.3,<4"],  # robosuite (LIBERO) fails with mujoco 4; 3.17 serves every world
     "torch": ["torch>=2.2"],  # CPU build: `pip install torch==2.13.0` (see README)
-    "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "colcon-common-extensions>=0.3", "hypothesis>=6"],
+    "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "colcon-common-extensions>=0.3", "hypothesis>=6",
+             "psutil>=5.9"],
 }
 EXTRAS["all"] = sorted({req for reqs in EXTRAS.values() for req in reqs})
 # LIBERO-Object with its assets (2.1 GB installed): its own extra, installed by `make libero`

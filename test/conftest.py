@@ -3,6 +3,7 @@ see each other or the network, and a child process a test starts inherits the sa
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import sys
@@ -30,6 +31,42 @@ def ros_isolation(monkeypatch):
     monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     monkeypatch.delenv("ROS_STATIC_PEERS", raising=False)
     return domain
+
+
+@pytest.fixture(autouse=True)
+def no_process_left_behind():
+    """Kill what a test started and left running. A test stopped by its timeout (or by an
+    assertion before it stopped its graph) would otherwise leave a whole graph, with a physics
+    thread and cameras, eating the CPU of every later test, and alive in a domain id a test
+    100 later reuses: one slow test would turn into many failed ones."""
+    import psutil
+
+    me = psutil.Process()
+    before = {p.pid for p in me.children(recursive=True)}
+    yield
+    left = [p for p in me.children(recursive=True) if p.pid not in before and not _lives_with_pytest(p)]
+    alive = []
+    for p in left:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            if p.status() != psutil.STATUS_ZOMBIE:
+                alive.append(p)
+                p.terminate()
+    _, still = psutil.wait_procs(alive, timeout=10)
+    for p in still:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            p.kill()
+    if alive:
+        names = ", ".join(f"{p.pid}" for p in alive)
+        sys.stderr.write(f"\nconftest: killed {len(alive)} process(es) the test left running: {names}\n")
+
+
+def _lives_with_pytest(proc) -> bool:
+    """multiprocessing's helpers (resource tracker, fork server) serve the test process for
+    its whole life, started by whichever test first needed them."""
+    try:
+        return any("multiprocessing" in part for part in proc.cmdline())
+    except Exception:
+        return True
 
 
 @pytest.fixture

@@ -74,10 +74,15 @@ def test_the_bag_is_a_rosbag2_mcap_bag_that_other_readers_open(recorded):
             counts[c.topic] += c.msgcount
         types = {c.topic: c.msgtype for c in reader.connections}
         by_rosbags = collections.Counter()
+        first_ticks = set()
         for connection, _, raw in reader.messages():
-            reader.deserialize(raw, connection.msgtype)
+            msg = reader.deserialize(raw, connection.msgtype)
             by_rosbags[connection.topic] += 1
+            if connection.topic == topics.CONTROL_TICK and msg.step == 0:
+                first_ticks.add(msg.trial_id)
     assert by_rosbags == counts
+    # the progression manager waited for a steady recorder: every trial from its first tick
+    assert len(first_ticks) == 4, first_ticks
     for topic in (topics.TASK_SETUP, topics.EPISODE_RESULT, topics.LEVEL_SCORE, topics.POLICY_STATUS,
                   topics.CONTROL_TICK, topics.JOINT_STATES, topics.ARM_VELOCITY_COMMAND, topics.CLOCK,
                   topics.FINAL_STATE, topics.POLICY_EXCHANGE, topics.camera_topic("exterior_1")):
@@ -131,7 +136,10 @@ def test_info_rescore_and_latency(recorded):
     out = indgen("bag", "latency", bag, "--json", str(recorded["tmp"] / "lat.json"))
     lat = json.loads((recorded["tmp"] / "lat.json").read_text())
     assert lat["overall"]["trials"] == 4 and lat["overall"]["ticks"] > 20
-    assert lat["overall"]["missed"] == 0  # lock-step: every tick was answered
+    # lock-step: every tick was answered, but for the last tick of an attempt given up on
+    # because its command was late (a loaded machine)
+    aborted = sum(t["recorded"] == "ABORTED" for t in figures["trials"])
+    assert lat["overall"]["missed"] <= aborted, (lat["overall"], aborted)
     assert lat["overall"]["round_trip_ms_p50"] > 0 and lat["overall"]["server_ms_p50"] >= 0
     assert lat["overall"]["obs_to_command_ms_p99"] >= lat["overall"]["obs_to_command_ms_p50"] > 0
 
@@ -279,9 +287,12 @@ def test_a_cut_bag_opens_to_its_last_chunk_and_repair_closes_it(recorded, tmp_pa
 
 
 def test_record_false_starts_no_recorder(tmp_path):
-    out = indgen("launch", "blockenv_axis", "record:=false", "--show").stdout
-    assert "recorder" not in out
-    assert "recorder" in indgen("launch", "blockenv_axis", "--show").stdout
+    def started(*args):
+        return [line.split(":")[0] for line in indgen("launch", "blockenv_axis", *args, "--show").stdout.splitlines()]
+
+    assert "recorder" not in started("record:=false") and "recorder" in started()
+    # and the progression manager waits for a recorder only when there is one
+    assert "-p recorder:=false" in indgen("launch", "blockenv_axis", "record:=false", "--show").stdout
 
 
 def test_a_bag_splits_at_its_size_and_the_parts_read_back_as_one(tmp_path):

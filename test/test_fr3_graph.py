@@ -33,13 +33,13 @@ def campaign(tmp_path, name, policy, purpose="certify", levels=(0, 1), trials=2,
     return path
 
 
-def launch_mock(tmp_path, *assignments, port=None):
+def launch_mock(tmp_path, *assignments, port=None, camera_hz=5):
     port = port or servers.free_port()
     env = dict(os.environ, INDGEN_ARTIFACTS=str(tmp_path / "artifacts"))
     env.pop("MENAGERIE_ROOT", None)  # the built-in FR3 renders fast enough for the wall clock here
     # the bag without the ZED-sized frames (3.7 MB each, zstd on two cores): these tests read
     # its labels and timing; test_bags.py records cameras
-    return graphs.launch("stack_axis", "sim:=false", "robot:=mock", "builtin_fr3:=true", "camera_hz:=5",
+    return graphs.launch("stack_axis", "sim:=false", "robot:=mock", "builtin_fr3:=true", f"camera_hz:={camera_hz}",
                          f"port:={port}", f"server_uri:=ws://127.0.0.1:{port}", f"db:={tmp_path / 'r.sqlite'}",
                          f"report_dir:={tmp_path / 'reports'}", "bag_exclude:=/zed", *assignments, env=env)
 
@@ -68,14 +68,27 @@ class StandInWatch:
     def spin(self, seconds):
         spin_until(self.node, lambda: False, seconds)
 
+    def reflexed(self) -> str | None:
+        """For graphs.finish: a stand-in that reflexed stays inactive until a recovery that no
+        one in these tests makes, so the campaign cannot finish (on the robot the person at it
+        recovers)."""
+        self.spin(1.0)
+        if self.status.get("reflexes"):
+            return f"the stand-in reflexed ({self.status.get('last_reflex')}); the campaign cannot finish"
+        return None
 
+
+@pytest.mark.timeout(900)  # the graph's own output, not pytest's, when it does not finish in 600 s
 def test_a_campaign_through_the_real_graph_with_the_oracle_and_a_scripted_operator(tmp_path, ros_context):
+    """Four wall-clock episodes. The oracle needs no camera: the stand-in's frames go out at
+    1 Hz and the policy node waits on none, so that two cores keep the stand-in's hardware
+    thread on time (ZED-sized frames are the subject of the pi0.5 stand-in's test below)."""
     labels = ["success", ("failure", 40.0, "the block slipped"), "success", "invalid"]
     operator = ScriptedOperator(ros_context, labels=labels)
     watch = StandInWatch(ros_context)
     try:
         out = graphs.finish(launch_mock(tmp_path, f"campaign:={campaign(tmp_path, 'oracle', 'droid_twin_oracle')}",
-                                        "campaign_id:=oracle", "cameras:=exterior_1,wrist"), timeout=600)
+                                        "campaign_id:=oracle", camera_hz=1), timeout=600, watch=watch.reflexed)
         watch.spin(1.0)
         assert watch.status.get("reflexes") == 0, watch.status
         with ResultsStore(tmp_path / "r.sqlite") as store:
@@ -119,7 +132,8 @@ def test_the_pi05_stand_in_gets_exactly_pi05_droids_request_from_zed_sized_bgra8
         graphs.finish(launch_mock(tmp_path, f"campaign:={pi}", "campaign_id:=pi", "policy:=droid_pi05_standin",
                                   "privileged:=false", "cameras:=exterior_1,wrist", f"record_requests:={requests}",
                                   "allow_uncertified:=true",
-                                  "override_reason:=test of the request path, not of success"), timeout=300)
+                                  "override_reason:=test of the request path, not of success"), timeout=300,
+                      watch=watch.reflexed)
         lines = [json.loads(line) for line in requests.read_text().splitlines()]
         assert len(lines) >= 40 // 8
         for line in lines:
@@ -163,7 +177,7 @@ def test_killing_the_policy_server_mid_episode_holds_the_robot_and_the_trial_run
         assert rest and rest[0] - killed < 1.5, (moving, watch.speeds[-20:])
         print(f"first hold {holds[0] - killed:.3f} s after the kill; arm at rest {rest[0] - killed:.3f} s after it")
         server = servers.start_server("droid_twin_oracle", port)  # back: the trial runs again
-        out = graphs.finish(proc, timeout=300)
+        out = graphs.finish(proc, timeout=300, watch=watch.reflexed)
     finally:
         servers.stop(server)
         operator.close()

@@ -118,7 +118,9 @@ def test_operator_answers_only_from_a_registered_console_for_the_open_prompt(tmp
                         "trials_per_level: 1\nlevels: [0, 1]\n")
     pm = _node_process("progression_manager", f"campaign:={campaign}", "campaign_id:=ops", f"db:={tmp_path / 'r.db'}",
                        "allow_uncertified:=true", "override_reason:='test: no world runs'",
-                       "wait_for_operator:=true", "server_wait_s:=1.0")
+                       # it asks this test's prepare service (found within server_wait_s, or
+                       # the trial is aborted with no prompt: 1 s was too short on a loaded machine)
+                       "wait_for_operator:=true", "server_wait_s:=15.0")
     node = rclpy.create_node("console_test", context=ros_context)
     from indgen_msgs.srv import PrepareTrial
 
@@ -145,7 +147,7 @@ def test_operator_answers_only_from_a_registered_console_for_the_open_prompt(tmp
         return future.result()
 
     try:
-        assert spin_until(node, lambda: any(p.kind == OperatorPrompt.KIND_SETUP for p in prompts), 30)
+        assert spin_until(node, lambda: any(p.kind == OperatorPrompt.KIND_SETUP for p in prompts), 60)
         assert spin_until(node, ack.service_is_ready, 10) and spin_until(node, register.service_is_ready, 10)
         prompt = [p for p in prompts if p.kind == OperatorPrompt.KIND_SETUP][-1]
         assert "blue block" in prompt.text

@@ -46,9 +46,14 @@ def test_commit_is_final_once_and_aborts_rerun(toy):
     with ResultsStore(toy / "r.sqlite") as store:
         record = toy_setup.plan_toy(store, toy)
         first = store.pending_trials(record.id)[0]
-        assert not store.commit_result(record.id, TrialResult(first.trial_id, Outcome.ABORTED, "server gone"))
+        # the aborted attempt carried the level's image (a world saves it once, with the first
+        # attempt at the level): it is kept
+        image = str(toy / "level_image_k0.png")
+        assert not store.commit_result(record.id, TrialResult(first.trial_id, Outcome.ABORTED, "server gone",
+                                                              artifacts=(image,)))
         assert store.pending_trials(record.id)[0] == first  # still pending, runs again
         assert store.commit_result(record.id, TrialResult(first.trial_id, Outcome.SUCCESS, "ok", steps=3))
+        assert [a["path"] for a in store.artifacts(record.id, kind="level_image")] == [image]
         with pytest.raises(DuplicateResult, match="already has a result"):
             store.commit_result(record.id, TrialResult(first.trial_id, Outcome.FAILURE, "late duplicate"))
         rows = {r.trial_id: r for r in store.rows(record.id)}

@@ -371,6 +371,13 @@ class ResultsStore:
                        (campaign_id, result.trial_id, outcome.name.lower(), result.reason, now))
             if outcome is Outcome.SUPERSEDED:
                 self._label(db, campaign_id, result, "superseded", now)
+            # every attempt's files, an aborted one's too: a world saves a level's image once,
+            # with whichever attempt came first, and the video of an aborted attempt shows why
+            for path in result.artifacts:
+                db.execute("INSERT INTO artifacts (campaign_id, trial_id, level, kind, path, created_at) "
+                           "SELECT ?, ?, level, ?, ?, ? FROM trials WHERE campaign_id=? AND trial_id=?",
+                           (campaign_id, result.trial_id, _artifact_kind(path), path, now, campaign_id,
+                            result.trial_id))
             if not outcome.final:
                 return False
             if outcome is Outcome.SKIPPED:
@@ -387,11 +394,6 @@ class ResultsStore:
             )
             db.execute("UPDATE trials SET status='done' WHERE campaign_id=? AND trial_id=?",
                        (campaign_id, result.trial_id))
-            for path in result.artifacts:
-                db.execute("INSERT INTO artifacts (campaign_id, trial_id, level, kind, path, created_at) "
-                           "SELECT ?, ?, level, ?, ?, ? FROM trials WHERE campaign_id=? AND trial_id=?",
-                           (campaign_id, result.trial_id, _artifact_kind(path), path, now, campaign_id,
-                            result.trial_id))
             db.execute("UPDATE campaigns SET updated_at=? WHERE id=?", (now, campaign_id))
         return True
 

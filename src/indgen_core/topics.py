@@ -17,6 +17,7 @@ CLOCK = "/clock"
 # What a bag needs to judge, time and replay a campaign again (indgen bag)
 FINAL_STATE = "/indgen/sim/final_state"  # simulation only: the world's state when an episode ends
 POLICY_EXCHANGE = "/indgen/policy/exchange"  # each request and reply as it crossed the wire
+RECORDER_STATUS = "/indgen/recorder/status"  # latched JSON: the bag, the topics recorded, steady or not
 OPERATOR_ANSWER = "/indgen/operator_answer"  # every answer to a prompt, accepted or refused
 
 BLOCKENV_OBSERVATION = "/blockenv/observation"

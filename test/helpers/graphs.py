@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import pytest
 from procs import LoggedProcess
@@ -24,24 +25,36 @@ def launch(profile: str, *assignments: str, env=None, pipe: bool = False) -> sub
                          preexec_fn=_die_with_parent)
 
 
-def finish(proc: subprocess.Popen, timeout: float = 120, expect: int | None = 0) -> str:
+def finish(proc: subprocess.Popen, timeout: float = 120, expect: int | None = 0, watch=None) -> str:
     """The launch's output once it exits (failing the test, with the output, when it does not
-    exit within `timeout` or exits with another status than `expect`)."""
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.terminate()  # the launcher stops its graph
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    exit within `timeout` or exits with another status than `expect`). `watch`, called about
+    once a second while the graph runs (it may spin a node meanwhile), returns why the graph can
+    no longer finish (a stand-in that reflexed and waits for a recovery nobody makes), or None:
+    the test then fails at once with that reason, not at its timeout."""
+    deadline = time.monotonic() + timeout
+    why = None
+    while proc.poll() is None and time.monotonic() < deadline and why is None:
+        if watch is None:
+            time.sleep(0.2)
+        else:
+            why = watch()
+    if proc.poll() is None:
+        _stop(proc)
         out = _output(proc)
-        pytest.fail(f"the graph did not finish within {timeout} s:\n{out[-8000:]}")
+        pytest.fail(f"{why or f'the graph did not finish within {timeout} s'}:\n{out[-8000:]}")
     out = _output(proc)
     if expect is not None:
         assert proc.returncode == expect, out[-6000:]
     return out
+
+
+def _stop(proc) -> None:
+    proc.terminate()  # the launcher stops its graph
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _output(proc) -> str:

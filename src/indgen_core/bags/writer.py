@@ -13,6 +13,7 @@ bytes, without rosbag2: rosbags' writer, with what rosbag2 Jazzy adds and rosbag
 from __future__ import annotations
 
 import os
+import threading
 import time
 from io import BytesIO
 from pathlib import Path
@@ -76,6 +77,10 @@ class BagWriter:
         self._writer = None
         self._last_flush = time.monotonic()
         self.messages = 0
+        # a node's close() runs on its main thread while its executor may still be delivering
+        # a message: a write racing the close would land after the summary was counted (a bag
+        # whose metadata disagrees with its messages) or in a closed file
+        self._lock = threading.RLock()
         self._open()
 
     def _open(self) -> None:
@@ -102,6 +107,12 @@ class BagWriter:
 
     def add_topic(self, topic: str, msgtype: str, qos: list | None = None) -> None:
         """Record `topic`; UnknownType when the type's definition is not known."""
+        with self._lock:
+            self._add_topic(topic, msgtype, qos)
+
+    def _add_topic(self, topic: str, msgtype: str, qos: list | None) -> None:
+        if self._writer is None:
+            return
         if (topic, msgtype) in self.connections:
             return
         if not self.knows(msgtype):
@@ -109,7 +120,15 @@ class BagWriter:
         self._offered[(topic, msgtype)] = list(qos or [])
         self._connect(topic, msgtype, list(qos or []))
 
-    def write(self, topic: str, msgtype: str, t_ns: int, data: bytes) -> None:
+    def write(self, topic: str, msgtype: str, t_ns: int, data: bytes) -> bool:
+        """Append one message; False once the bag is closed (a message that came during shutdown)."""
+        with self._lock:
+            if self._writer is None:
+                return False
+            self._write(topic, msgtype, t_ns, data)
+            return True
+
+    def _write(self, topic: str, msgtype: str, t_ns: int, data: bytes) -> None:
         conn = self.connections[(topic, msgtype)]
         self._writer.write(conn, t_ns, data)
         self.messages += 1
@@ -125,6 +144,11 @@ class BagWriter:
 
     def flush(self) -> None:
         """Close the pending chunk and put it on disk (a SIGKILL after this loses nothing before)."""
+        with self._lock:
+            if self._writer is not None:
+                self._flush()
+
+    def _flush(self) -> None:
         storage = self._writer.storage
         if storage.chunk.bio.tell():
             storage.close_chunk()
@@ -133,9 +157,10 @@ class BagWriter:
         self._last_flush = time.monotonic()
 
     def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+        with self._lock:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
 
 
 def _with_type_hashes(writer) -> None:

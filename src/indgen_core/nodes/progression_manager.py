@@ -32,6 +32,11 @@ Parameters:
   prepare_retry_s (float)   ask again when no answer came this long (a request or reply lost to
                             DDS discovery; the world answers a repeat for a trial it has prepared
                             at once, without moving)
+  recorder (bool)           the graph records a bag: before each trial wait for the recorder to
+                            report itself steady (/indgen/recorder/status), so that the bag holds
+                            the trial from its first tick
+  recorder_wait_s (float)   how long to wait for that before the first trial (2 s before later ones);
+                            the campaign then goes on, and says that the bag may miss the start
   exit_when_done (bool)     exit (status 0) when the campaign is done
   axis, levels, trials, world_options   override the campaign file's axis, levels ("-1,0,1"),
                             trials per level and world options (a YAML mapping, merged), so one
@@ -41,6 +46,7 @@ Parameters:
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
 from pathlib import Path
@@ -48,13 +54,13 @@ from pathlib import Path
 from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
-from std_msgs.msg import Header
+from std_msgs.msg import Header, String
 
 from indgen_core import operator, paths, topics
 from indgen_core.campaign import load_campaign_config, plan_campaign
 from indgen_core.errors import IndGenError
 from indgen_core.nodes import convert
-from indgen_core.nodes.base import LATCHED, RELIABLE, declare, run_node, serve
+from indgen_core.nodes.base import LATCHED, RELIABLE, declare, run_node, serve, subscribe
 from indgen_core.nodes.operator_flow import OperatorFlow
 from indgen_core.records import Outcome, TrialResult
 from indgen_core.records import TaskSetup as SetupRecord
@@ -71,7 +77,7 @@ class ProgressionManager(Node):
         self.p = declare(self, campaign="", campaign_id="", db="", allow_uncertified=False, override_reason="",
                          episode_timeout_s=600.0, server_wait_s=10.0, commit_timeout_s=30.0, abort_backoff_s=1.0,
                          world_silence_s=5.0, wait_for_operator=False, operator_labels=False, prepare_timeout_s=60.0,
-                         prepare_retry_s=5.0,
+                         prepare_retry_s=5.0, recorder=False, recorder_wait_s=30.0,
                          exit_when_done=True, axis="", levels="", trials=0, world_options="")
         self.store = ResultsStore(self.p["db"] or None)
         self.record = self._plan_or_resume()
@@ -87,6 +93,10 @@ class ProgressionManager(Node):
         self.register_srv = serve(self, OperatorRegister, topics.OPERATOR_REGISTER, self._on_register,
                                   callback_group=self.group)
         self.prepare_client = self.create_client(PrepareTrial, topics.PREPARE_TRIAL, callback_group=self.group)
+        self._recorder_steady = threading.Event()
+        self._recorder_waited = False
+        if self.p["recorder"]:
+            subscribe(self, String, topics.RECORDER_STATUS, self._on_recorder, LATCHED, callback_group=self.group)
         self._world_needs_operator = False
         self._open_prompt = OperatorPrompt()
         self._last_feedback = 0.0
@@ -180,8 +190,24 @@ class ProgressionManager(Node):
                 time.sleep(1.0)
                 self.request_exit(0)
 
+    def _on_recorder(self, msg: String) -> None:
+        if json.loads(msg.data).get("steady") is True:  # (the guard drops a status that is not JSON)
+            self._recorder_steady.set()
+        else:
+            self._recorder_steady.clear()
+
+    def _wait_for_recorder(self, setup: SetupRecord) -> None:
+        if not self.p["recorder"]:
+            return
+        wait = 2.0 if self._recorder_waited else self.p["recorder_wait_s"]
+        self._recorder_waited = True
+        if not self._recorder_steady.wait(wait):
+            self.get_logger().warning(f"the recorder has not settled on the graph's topics within {wait:.0f} s: "
+                                      f"the bag may miss the start of {setup.trial_id}")
+
     def _execute(self, setup: SetupRecord) -> TrialResult:
         self._current = setup
+        self._wait_for_recorder(setup)
         now = self.get_clock().now().to_msg()
         self.setup_pub.publish(convert.setup_to_msg(setup, now))
         self.flow.before_trial(setup)

@@ -10,6 +10,12 @@ split_mb. For each trial it records, in the results store, the bag and the time 
 trial spans, as an artifact of that trial (from the trial's task setup to its result, both
 read from the recorded stream; only results signed by the campaign's progression manager).
 
+Its status is latched on /indgen/recorder/status (std_msgs/String, JSON: the bag, how many
+topics it records, and `steady`: no new topic for steady_s since it last subscribed one). The
+progression manager waits for a steady recorder before it starts a trial, so that a recorder
+slower to start than the rest of the graph (or one the launcher restarted) does not miss the
+first ticks of a trial, or record a tick without the command that answered it.
+
 A killed recorder loses at most the last flush_s seconds; the campaign goes on without it
 (the launcher restarts it: a new bag), and `indgen bag repair` closes a bag it left open.
 
@@ -19,21 +25,24 @@ Parameters:
   split_mb (float)     start a new bag when one reaches this size
   flush_s (float)      a chunk reaches the disk at least this often
   exclude (str)        comma-separated topic prefixes not to record (e.g. /cameras/ for a lean bag)
+  steady_s (float)     no new topic this long after the last subscription: steady
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
 
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import String
 
 from indgen_core import paths, topics
 from indgen_core.bags.writer import BagWriter, UnknownType, qos_of
 from indgen_core.nodes import convert
-from indgen_core.nodes.base import RELIABLE, declare, one_line, run_node, subscribe
+from indgen_core.nodes.base import LATCHED, RELIABLE, declare, one_line, run_node, subscribe
 from indgen_core.store import ResultsStore
 from indgen_msgs.msg import EpisodeResult, TaskSetup
 
@@ -43,7 +52,8 @@ SKIP_PREFIXES = ("/rosout", "/parameter_events")
 class Recorder(Node):
     def __init__(self):
         super().__init__("recorder")
-        self.p = declare(self, db="", bag_dir="", split_mb=1024.0, flush_s=2.0, exclude="")
+        self.p = declare(self, db="", bag_dir="", split_mb=1024.0, flush_s=2.0, exclude="",
+                         steady_s=1.0)
         base = Path(self.p["bag_dir"]) if self.p["bag_dir"] else paths.artifacts_dir() / "bags"
         self.name = f"run-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
         self.writer = BagWriter(paths.inside(base, self.name), split_bytes=int(self.p["split_mb"] * 2**20),
@@ -53,6 +63,9 @@ class Recorder(Node):
         self.recorded: set[tuple[str, str]] = set()
         self.refused: set[str] = set()
         self.trials: dict[tuple[str, str], int] = {}  # (campaign, trial) -> start (ns)
+        self.status_pub = self.create_publisher(String, topics.RECORDER_STATUS, LATCHED)
+        self._last_new = time.monotonic()
+        self._steady: bool | None = None
         # trial boundaries come from the recorded stream itself (deserialised here, once)
         subscribe(self, TaskSetup, topics.TASK_SETUP, self._on_setup, _subscriber_qos(None, latched=True))
         subscribe(self, EpisodeResult, topics.EPISODE_RESULT, self._on_result, RELIABLE)
@@ -65,6 +78,17 @@ class Recorder(Node):
                 and not topic.startswith(self.exclude))
 
     def _discover(self) -> None:
+        if self._subscribe_new():
+            self._last_new = time.monotonic()
+        steady = bool(self.recorded) and time.monotonic() - self._last_new >= self.p["steady_s"]
+        if steady != self._steady:
+            self._steady = steady
+            self.status_pub.publish(String(data=json.dumps({"bag": str(self.writer.base), "steady": steady,
+                                                            "topics": len(self.recorded)})))
+
+    def _subscribe_new(self) -> bool:
+        """Subscribe every wanted topic not recorded yet; whether there was one."""
+        new = False
         for topic, types in self.get_topic_names_and_types():
             if not self._wanted(topic, types):
                 continue
@@ -86,6 +110,8 @@ class Recorder(Node):
             self.recorded.add((topic, msgtype))
             qos = _subscriber_qos(publishers[0].qos_profile, latched)
             subscribe(self, cls, topic, self._take(topic, msgtype), qos, raw=True)
+            new = True
+        return new
 
     def _take(self, topic: str, msgtype: str):
         def take(data: bytes) -> None:
