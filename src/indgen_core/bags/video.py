@@ -2,13 +2,17 @@
 level, the control step and the outcome drawn under each frame.
 
 Frames belong to the attempt whose time range (its task setup to its result) holds their
-receive time; the step is that of the latest control tick before the frame. H.264 (yuv420p)
+receive time; the step is that of the attempt's latest control tick stamped no later than the
+frame (header stamps: the time the world took them, the same for a simulated tick and its
+frames). Not the order the recorder received them in: a tick and its frame come on two topics,
+and on a busy machine the frame can be taken first. H.264 (yuv420p)
 because browsers play it, which is where a report's video link opens; PyAV encodes it in
 process.
 """
 
 from __future__ import annotations
 
+import bisect
 from pathlib import Path
 
 import numpy as np
@@ -173,16 +177,33 @@ def write_videos(bag_readers, recording: Recording, attempts: list[Attempt], out
         raise BagError(f"no camera {camera!r} in the bag; it has {', '.join(sorted(cameras))}")
     topic = cameras[camera]
     videos = [_Video(out_dir / f"{_file_name(a.trial_id)}-{camera}.mp4", a, fps) for a in attempts]
-    step = 0
+
+    def video_at(log_time: int) -> _Video | None:
+        return next((v for v in videos if v.attempt.start_ns <= log_time <= v.attempt.end_ns), None)
+
+    ticks: dict[int, tuple[list[int], list[int]]] = {}  # video -> (stamps, steps), in stamp order
+    for record in records(bag_readers, {topics.CONTROL_TICK}):
+        video = video_at(record.log_time)
+        if video is not None:
+            tick = deserialize(record)
+            stamps, steps = ticks.setdefault(id(video), ([], []))
+            at = bisect.bisect_right(stamps, _ns(tick.header.stamp))
+            stamps.insert(at, _ns(tick.header.stamp))
+            steps.insert(at, int(tick.step))
     try:
-        for record in records(bag_readers, {topic, topics.CONTROL_TICK, topics.BLOCKENV_OBSERVATION}):
-            if record.topic != topic:
-                step = deserialize(record).step
+        for record in records(bag_readers, {topic}):
+            video = video_at(record.log_time)
+            if video is None:
                 continue
-            video = next((v for v in videos if v.attempt.start_ns <= record.log_time <= v.attempt.end_ns), None)
-            if video is not None:
-                video.add(to_rgb(deserialize(record)), step)
+            msg = deserialize(record)
+            stamps, steps = ticks.get(id(video), ([], []))
+            at = bisect.bisect_right(stamps, _ns(msg.header.stamp))
+            video.add(to_rgb(msg), steps[max(at - 1, 0)] if steps else 0)
     finally:
         for video in videos:
             video.close()
     return videos
+
+
+def _ns(stamp) -> int:
+    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
