@@ -327,3 +327,37 @@ def test_a_bag_splits_at_its_size_and_the_parts_read_back_as_one(tmp_path):
             assert {c.topic for c in reader.connections} == {"/chatter", "/other"}  # every part knows every topic
     got = [(r.topic, trials.deserialize(r).data[:4]) for r in trials.records(trials.readers(writer.paths))]
     assert got == sent
+
+
+def test_latency_matches_a_command_the_recorder_took_before_its_tick(tmp_path):
+    """A tick and its command come on two topics; on a busy machine the recorder can take the
+    command first (CI's one "missed" tick in a lock-step run). The command still answers it."""
+    from rclpy.serialization import serialize_message
+    from std_msgs.msg import Float64MultiArray
+
+    from indgen_core.bags import latency, trials
+    from indgen_core.bags.writer import BagWriter
+    from indgen_msgs.msg import ControlTick
+
+    writer = BagWriter(tmp_path / "run", flush_s=0.0)
+    tick_type, command_type = "indgen_msgs/msg/ControlTick", "std_msgs/msg/Float64MultiArray"
+    writer.add_topic(topics.CONTROL_TICK, tick_type)
+    writer.add_topic(topics.ARM_VELOCITY_COMMAND, command_type)
+
+    def tick(seq, t_ms):
+        writer.write(topics.CONTROL_TICK, tick_type, t_ms * 1_000_000,
+                     serialize_message(ControlTick(trial_id="t", step=seq - 1, sequence=seq)))
+
+    def command(seq, t_ms):
+        msg = Float64MultiArray(data=[0.0] * 7)
+        msg.layout.data_offset = seq
+        writer.write(topics.ARM_VELOCITY_COMMAND, command_type, t_ms * 1_000_000, serialize_message(msg))
+
+    tick(1, 10), command(1, 14)
+    command(2, 80), tick(2, 81)  # taken in the other order
+    tick(3, 150), command(3, 155)
+    tick(4, 220)  # never answered
+    writer.close()
+    rows, overall = latency.measure(trials.readers(writer.paths))
+    assert overall["ticks"] == 4 and overall["missed"] == 1 and rows[0]["missed"] == 1  # tick 4 only
+    assert overall["obs_to_command_ms_p50"] == pytest.approx(4.0)  # 4, 0 (taken first), 5 ms

@@ -53,9 +53,13 @@ def _percentiles(name: str, values) -> dict:
 
 
 def measure(bag_readers, trials: set[str] | None = None) -> tuple[list[dict], dict]:
-    """Per-trial figures and the figures over all trials."""
+    """Per-trial figures and the figures over all trials. A command is matched to its tick by
+    the tick's sequence (or BlockEnv's trial and step), not by the order the recorder took
+    them in: a tick and its command come on two topics, and on a busy machine the command can
+    be taken first (its delay then counts as 0)."""
     timings: dict[str, TrialTiming] = {}
-    open_ticks: dict[object, tuple[TrialTiming, int, int]] = {}  # key -> (trial, index, tick ns)
+    ticks: list[tuple[object, TrialTiming, int, int]] = []  # (key, trial, index, tick ns)
+    answers: dict[object, list[int]] = {}  # key -> the commands' receive times (ns)
 
     def timing(trial_id: str) -> TrialTiming | None:
         if trials is not None and trial_id not in trials:
@@ -71,20 +75,22 @@ def measure(bag_readers, trials: set[str] | None = None) -> tuple[list[dict], di
             key = msg.sequence if record.topic == topics.CONTROL_TICK else (msg.trial_id, msg.step)
             t.tick_ns.append(record.log_time)
             t.answered.append(False)
-            open_ticks[key] = (t, len(t.answered) - 1, record.log_time)
+            ticks.append((key, t, len(t.answered) - 1, record.log_time))
         elif record.topic in SEQUENCED_COMMANDS or record.topic == topics.BLOCKENV_ACTION:
             key = msg.layout.data_offset if record.topic in SEQUENCED_COMMANDS else (msg.trial_id, msg.step)
-            tick = open_ticks.pop(key, None)
-            if tick is not None:
-                t, index, t_ns = tick
-                t.answered[index] = True
-                t.obs_to_command_ms.append((record.log_time - t_ns) / 1e6)
+            answers.setdefault(key, []).append(record.log_time)
         elif record.topic == POLICY_EXCHANGE:
             t = timing(msg.trial_id)
             if t is not None:
                 t.round_trip_ms.append(msg.round_trip_ms)
                 if msg.server_infer_ms >= 0:
                     t.server_ms.append(msg.server_infer_ms)
+    for key, t, index, t_ns in ticks:
+        if answers.get(key):  # BlockEnv's keys repeat when a trial runs again: the nearest command, once
+            answer = min(answers[key], key=lambda a: abs(a - t_ns))
+            answers[key].remove(answer)
+            t.answered[index] = True
+            t.obs_to_command_ms.append(max(answer - t_ns, 0) / 1e6)
     rows = [t.figures() for t in timings.values()]
     total = TrialTiming("all")
     for t in timings.values():
