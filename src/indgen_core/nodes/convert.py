@@ -22,6 +22,11 @@ def seconds(d: Duration) -> float:
     return d.sec + d.nanosec * 1e-9
 
 
+def nanoseconds(stamp) -> int:
+    """A builtin_interfaces Time (or Duration) as integer nanoseconds: exact, for ordering."""
+    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+
+
 def setup_to_msg(s: records.TaskSetup, stamp=None) -> TaskSetup:
     msg = TaskSetup(
         campaign_id=s.campaign_id, trial_id=s.trial_id, world=s.world, axis=s.axis, level=s.level,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 
+from indgen_core.nodes import convert
 from indgen_core.policy import robot_mismatch
 
 
@@ -23,10 +24,6 @@ class WorldWatch:
         self.status_at = 0.0
         self.current: tuple[str, int] = ("", 0)  # trial id and setup stamp (ns) of the running episode
         self.moved_on = ""
-
-    @staticmethod
-    def stamp_ns(stamp) -> int:
-        return stamp.sec * 10**9 + stamp.nanosec
 
     def on_policy_status(self, msg) -> None:
         self.status_at = time.monotonic()
@@ -42,11 +39,11 @@ class WorldWatch:
         self.policy_lost = lost
 
     def on_setup(self, msg) -> None:
-        if self.current[0] and self.stamp_ns(msg.header.stamp) > self.current[1]:
+        if self.current[0] and convert.nanoseconds(msg.header.stamp) > self.current[1]:
             self.moved_on = msg.trial_id[:128] or "another trial"
 
     def begin(self, trial_id: str, stamp) -> None:
-        self.current, self.moved_on = (trial_id, self.stamp_ns(stamp)), ""
+        self.current, self.moved_on = (trial_id, convert.nanoseconds(stamp)), ""
 
     def end(self) -> None:
         self.current = ("", 0)
