@@ -281,3 +281,26 @@ def test_train_bc_command_writes_a_loadable_checkpoint_and_serve_policy_refuses_
     proc = subprocess.run([sys.executable, "-m", "indgen_core.cli", "serve-policy", "droid_twin_bc", "--checkpoint",
                            str(tmp_path / "missing.pt")], capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0 and "run `indgen twin train-bc`" in proc.stderr
+
+
+def test_a_checkpoint_from_an_older_input_layout_is_refused_in_one_sentence(tmp_path):
+    """The policy's state features grew (the oracle's switching distances); a checkpoint that
+    reads the old layout must say "retrain", not fail deep in torch with a shape mismatch, and
+    `indgen twin demo` must see it as outdated (it retrains then)."""
+    import subprocess
+    import sys
+
+    from indgen_sim.twin import bc
+
+    ckpt = bc.train(np.zeros((16, bc.FEATURES), np.float32), np.zeros((16, 7), np.float32), epochs=1,
+                    log=lambda _: None)
+    current = bc.save(ckpt, tmp_path / "current.pt", {})
+    old = bc.save({**ckpt, "mean": ckpt["mean"][:25], "std": ckpt["std"][:25]}, tmp_path / "old.pt", {})
+    assert not bc.outdated(current) and bc.outdated(old) and not bc.outdated(tmp_path / "missing.pt")
+    bc.TwinBCPolicy(current)
+    with pytest.raises(bc.IndGenError, match="predates the current input layout; retrain it"):
+        bc.TwinBCPolicy(old)
+    proc = subprocess.run([sys.executable, "-m", "indgen_core.cli", "serve-policy", "droid_twin_bc", "--checkpoint",
+                           str(old)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "predates the current input layout" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr

@@ -82,7 +82,7 @@ def test_the_camera_policy_sees_only_pi05s_request_through_the_graph_and_matches
     monkeypatch.setenv("INDGEN_ARTIFACTS", str(tmp_path / "artifacts"))
     ckpt = vision.train_and_save(tmp_path / "v.pt", log=lambda s: None, demo_episodes=2, rounds=0,
                                  perception_epochs=1, control_epochs=2, control_demos=2, state_rounds=0,
-                                 builtin=True)
+                                 view_layouts=3, builtin=True)
     path = tmp_path / "v.yaml"
     path.write_text(yaml.safe_dump({"name": "v", "axis": "stack", "world": "droid_twin",
                                     "policies": ["droid_twin_vision"], "levels": [0, 1], "trials_per_level": 1,

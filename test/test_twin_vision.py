@@ -24,8 +24,8 @@ def checkpoint(tmp_path_factory):
     """A small checkpoint from the real command (two demonstrations, one epoch)."""
     out = tmp_path_factory.mktemp("vision") / "v.pt"
     proc = subprocess.run([sys.executable, "-m", "indgen_core.cli", "twin", "train-bc", "--vision", "--demos", "2",
-                           "--rounds", "0", "--epochs", "1", "--out", str(out)], capture_output=True, text=True,
-                          timeout=300)
+                           "--rounds", "0", "--epochs", "1", "--views", "3", "--out", str(out)], capture_output=True,
+                          text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert f"checkpoint: {out}" in proc.stdout and "on the builtin FR3" in proc.stdout
     return out
@@ -92,3 +92,37 @@ def test_menagerie_training_without_the_menagerie_is_one_sentence(tmp_path, monk
                            "menagerie", "--out", str(tmp_path / "x.pt")], capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0 and "--robot menagerie needs mujoco_menagerie's FR3: set MENAGERIE_ROOT" in proc.stderr
     assert not (tmp_path / "x.pt").exists()
+
+
+def test_views_show_fresh_layouts_from_the_demonstrations_arm_poses_with_true_labels():
+    """The extra perception samples: each layout a new tau_0 one, the arm where it was told
+    (teleported, not simulated: the objects stay put), the labels the objects' true poses."""
+    from indgen_core.specs.droid import DroidSpec
+    from indgen_sim.twin import bc
+    from indgen_sim.twin.scene import RESET_Q
+    from indgen_sim.twin.world import DroidTwinWorld
+
+    poses = np.array([RESET_Q, np.asarray(RESET_Q) + 0.15])
+    got = vision.views(3, poses, per_layout=2, builtin=True, log=lambda _: None)
+    assert {k: v.shape[0] for k, v in got.items()} == dict.fromkeys(vision.FRAME_KEYS, 6)
+    assert got["exterior"].shape[1:] == got["wrist"].shape[1:] == (vision.IMAGE, vision.IMAGE, 3)
+    assert len({got["target"][i].tobytes() for i in (0, 2, 4)}) == 3  # three layouts
+    assert np.array_equal(got["target"][0], got["target"][1])  # two arm poses, one layout
+    with DroidTwinWorld(cameras=False, builtin=True) as world:
+        setup = next(bc.tau0_setups(1, 9_500_000, "droid_twin_vision", "views"))
+        obs = world.reset(setup)
+        world.pose_arm(poses[1])
+        assert np.allclose(world.joint_positions(), poses[1])
+        # objects unmoved (to 0.1 mm: the reset's poses are from before its last physics substep)
+        assert all(np.allclose(world.object_poses()[k], v, atol=1e-4) for k, v in obs["objects"].items())
+        assert np.allclose(vision.targets(DroidSpec().request(world.observe(), setup, 0)), got["target"][0])
+        for bad in (np.full(7, np.nan), np.zeros(6)):
+            with pytest.raises(ValueError, match="pose_arm needs 7 finite joint positions"):
+                world.pose_arm(bad)
+
+
+def test_negative_training_sizes_are_one_sentence(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "indgen_core.cli", "twin", "train-bc", "--vision", "--views", "-1",
+                           "--out", str(tmp_path / "x.pt")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "--views cannot be negative" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "x.pt").exists()

@@ -28,7 +28,7 @@ from indgen_core.errors import IndGenError, require
 from indgen_core.policy import Policy
 from indgen_sim.twin import tasks
 
-FEATURES = 7 + 1 + 3 + 3 + 3 + 3 + 2 + len(tasks.TASKS)
+FEATURES = 7 + 1 + 3 + 3 + 3 + 3 + 3 + 2 + len(tasks.TASKS)
 TWIST_SCALE = np.array([0.25, 0.25, 0.25, 1.0, 1.0, 1.0])  # the oracle's speed limits
 
 
@@ -79,7 +79,19 @@ def yaw_code(task: str, quat) -> np.ndarray:
 def state_features(q, g: float, pinch, pick, place, yaw: np.ndarray, task: str) -> np.ndarray:
     """The layout the MLP reads; the camera-based policy fills it from what it sees."""
     onehot = np.eye(len(tasks.TASKS))[tasks.TASKS.index(task)]
-    return np.concatenate([q, [g], pinch, pick - pinch, place - pinch, place - pick, yaw, onehot])
+    return np.concatenate([q, [g], pinch, pick - pinch, place - pinch, place - pick,
+                           closeness(pick - pinch, place - pick), yaw, onehot])
+
+
+def closeness(to_pick, to_place) -> np.ndarray:
+    """The distances the oracle's phases switch on (gripper to object, in 3-D and across the
+    table; object to target across the table), on a log scale: its boundaries lie at 5 mm to
+    2 cm, a sliver of the raw offsets' range, and a small MLP given only the offsets smeared
+    them into states where it hovered forever (over the object, open; over the target,
+    holding)."""
+    to_pick, to_place = np.asarray(to_pick, dtype=float), np.asarray(to_place, dtype=float)
+    return np.log(np.array([np.linalg.norm(to_pick), np.linalg.norm(to_pick[:2]), np.linalg.norm(to_place[:2])])
+                  + 0.002)
 
 
 def _mlp(hidden: int):
@@ -148,10 +160,16 @@ def progress(log, e: int, episodes: int, demonstrations: bool, t0: float, extra:
             f"({time.monotonic() - t0:.0f} s{extra})")
 
 
-def fit(params, n: int, loss_of, epochs: int, batch: int, seed: int, log, label: str, every: int) -> None:
-    """Adam over shuffled minibatches of n samples; `loss_of(indices)` is one batch's loss."""
+def fit(params, n: int, loss_of, epochs: int, batch: int, seed: int, log, label: str, every: int,
+        max_lr: float = 3e-3) -> None:
+    """Adam over shuffled minibatches of n samples with a one-cycle learning rate (warm up to
+    `max_lr`, anneal to ~0); `loss_of(indices)` is one batch's loss. The annealing matters:
+    the oracle's phases meet at sharp boundaries (close within 5 mm, open within 8 mm), and at a
+    constant 1e-3 the MLP stayed ten times further from its labels (loss 0.036 against 0.004
+    on the same 32,000 states) and solved 8 of 30 tau_0 Stack episodes instead of 20."""
     torch = require("torch", "all", "the twin's tau_0 policy")
-    opt = torch.optim.Adam(params, lr=1e-3)
+    opt = torch.optim.Adam(params, lr=max_lr)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=max_lr, total_steps=max(1, epochs * -(-n // batch)))
     gen = torch.Generator().manual_seed(seed)
     for epoch in range(epochs):
         order = torch.randperm(n, generator=gen)
@@ -162,12 +180,13 @@ def fit(params, n: int, loss_of, epochs: int, batch: int, seed: int, log, label:
             opt.zero_grad()
             loss.backward()
             opt.step()
+            sched.step()
             total += loss.item() * len(idx)
         if (epoch + 1) % every == 0 or epoch + 1 == epochs:
             log(f"  {label}epoch {epoch + 1}/{epochs}: loss {total / n:.4f}")
 
 
-def train(x: np.ndarray, y: np.ndarray, epochs: int = 60, hidden: int = 256, seed: int = 0, log=print) -> dict:
+def train(x: np.ndarray, y: np.ndarray, epochs: int = 200, hidden: int = 256, seed: int = 0, log=print) -> dict:
     torch = require("torch", "all", "the twin's tau_0 policy")
     torch.manual_seed(seed)
     mean, std = x.mean(0), x.std(0) + 1e-6
@@ -180,7 +199,7 @@ def train(x: np.ndarray, y: np.ndarray, epochs: int = 60, hidden: int = 256, see
         return torch.nn.functional.mse_loss(out[:, :6], vel[idx]) + \
             torch.nn.functional.binary_cross_entropy_with_logits(out[:, 6], grip[idx])
 
-    fit(model.parameters(), len(xt), loss_of, epochs, 256, seed, log, "", 10)
+    fit(model.parameters(), len(xt), loss_of, epochs, 256, seed, log, "", 50)
     return {"state_dict": model.state_dict(), "mean": mean, "std": std, "hidden": hidden}
 
 
@@ -205,6 +224,14 @@ def load_checkpoint(path: Path, what: str, command: str) -> dict:
         raise IndGenError(f"{path} is not a readable {what} checkpoint ({exc.__class__.__name__})") from None
 
 
+def outdated(path: Path) -> bool:
+    """A state-based checkpoint at `path` from an older input layout (retrain it)."""
+    try:
+        return len(load_checkpoint(path, "twin policy", "indgen twin train-bc")["mean"]) != FEATURES
+    except (IndGenError, KeyError, TypeError):
+        return False  # missing or unreadable: the caller's load says so in its own words
+
+
 class TwinBCPolicy(Policy):
     metadata: ClassVar[dict[str, Any]] = {"policy": "droid_twin_bc", "spec": "droid", "privileged": True,
                                           "trained_on": "tau_0 oracle labels"}
@@ -222,6 +249,10 @@ class TwinBCPolicy(Policy):
         builtin = builtin or trained_on == "builtin"
         if trained_on:
             self.metadata = {**type(self).metadata, "robot_model": trained_on}
+        if len(ckpt["mean"]) != FEATURES:
+            raise IndGenError(f"this twin policy checkpoint reads {len(ckpt['mean'])} state features where this IndGen "
+                              f"computes {FEATURES}: it predates the current input layout; retrain it (`indgen twin "
+                              f"train-bc`, with --vision for the camera policy)")
         self.model = _mlp(ckpt["hidden"])
         self.model.load_state_dict(ckpt["state_dict"])
         self.model.eval()
@@ -266,7 +297,7 @@ def best_iterate(rounds: int, start, drive, retrain, info: dict, who: str, log):
     return best[2]
 
 
-def train_with_dagger(demo_episodes: int = 40, rounds: int = 4, episodes_per_round: int = 30, epochs: int = 60,
+def train_with_dagger(demo_episodes: int = 40, rounds: int = 4, episodes_per_round: int = 30, epochs: int = 200,
                       builtin: bool = False, log=print) -> tuple[dict, dict]:
     """Oracle demonstrations, then DAgger rounds, all at tau_0; returns (checkpoint, info)."""
     ckpt, info, _, _ = dagger(demo_episodes, rounds, episodes_per_round, epochs, builtin, log)

@@ -31,6 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--demos", type=int, default=None, help="oracle demonstration episodes")
     t.add_argument("--rounds", type=int, default=None, help="DAgger rounds")
     t.add_argument("--episodes-per-round", type=int, default=None, help="policy-driven episodes per DAgger round")
+    t.add_argument("--views", type=int, default=None, help="--vision: extra tau_0 layouts perception sees from the "
+                   "demonstrations' arm poses, 4 frames each (default 1500)")
     t.add_argument("--epochs", type=int, default=None, help="training epochs after each round")
     t.set_defaults(func=cmd_train_bc)
 
@@ -71,6 +73,10 @@ def cmd_train_bc(args: argparse.Namespace) -> int:
 
         if assets.robot_source().kind != "menagerie":
             raise IndGenError("--robot menagerie needs mujoco_menagerie's FR3: set MENAGERIE_ROOT")
+    negative = [f"--{k.replace('_', '-')}" for k in ("demos", "rounds", "episodes_per_round", "views", "epochs")
+                if (getattr(args, k) or 0) < 0]
+    if negative:
+        raise IndGenError(f"{', '.join(negative)} cannot be negative")
     if args.vision:  # --demos and --rounds count for both stages: the control MLP's and the cameras'
         if args.epochs is not None:
             options["perception_epochs"] = args.epochs
@@ -78,6 +84,8 @@ def cmd_train_bc(args: argparse.Namespace) -> int:
             options["control_demos"] = args.demos
         if args.rounds is not None:
             options["state_rounds"] = args.rounds
+        if args.views is not None:
+            options["view_layouts"] = args.views
         path = vision.train_and_save(args.out, log=print, builtin=args.robot != "menagerie", **options)
     else:
         if args.epochs is not None:
@@ -132,8 +140,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     log = args.log or out / "graph.log"
     db = Path(args.db) if args.db else paths.default_db()
-    if args.retrain or not bc.checkpoint_path().is_file():
-        print(f"training the tau_0 policy (no checkpoint at {bc.checkpoint_path()}) ...", flush=True)
+    if args.retrain or not bc.checkpoint_path().is_file() or bc.outdated(bc.checkpoint_path()):
+        why = "retrain" if args.retrain else "no checkpoint" if not bc.checkpoint_path().is_file() else \
+            "the checkpoint predates the current input layout"
+        print(f"training the tau_0 policy ({why}: {bc.checkpoint_path()}) ...", flush=True)
         bc.train_and_save(None, log=print)
     ids = []
     for policy, campaign in ((

@@ -31,6 +31,11 @@ KP_POS, KP_ROT, KP_NULL = 3.0, 2.5, 0.5
 DAMPING = 0.05
 CLOSED_ON = {"stack": 0.45, "scale": 0.24}  # gripper position when closed on the block / the cup
 GRASP_DZ = {"stack": 0.0, "scale": CUP_H / 2 - 0.035}  # pinch height above the object's centre
+CLOSE_WITHIN = 0.008  # m: the pinch this close to the grasp point closes the gripper
+# Moving down onto the grasp point or the resting place, aim this far past it: a proportional
+# approach creeps up on its goal, and a learner imitating it stalled just outside the radius
+# where the gripper closes or opens; aimed past, the approach crosses it at a few cm/s.
+AIM_PAST = 0.01
 
 
 def _up(dz: float) -> np.ndarray:
@@ -149,16 +154,18 @@ class TwinOracle(Policy):
                 if o[2] < clear - 0.02:  # lift straight up first
                     return pinch + _up(clear - o[2]), 1.0, yaw
                 return pinch + np.array([*(rest[:2] - o[:2]), clear - o[2]]), 1.0, yaw
-            return pinch + (rest - o), 1.0, yaw  # over the target: lower the object onto it
+            return pinch + (rest - o) - _up(AIM_PAST), 1.0, yaw  # over the target: lower the object onto it
         if g > 0.1 and not near:  # closed on nothing: open and back off
             return pinch + _up(0.05), 0.0, yaw
+        if g > 0.1:  # closing at the object: hold still until it is closed (then `holding`)
+            return None, 1.0, yaw
         if np.linalg.norm(pinch[:2] - grasp[:2]) > 0.01:  # go above the object first
             above = grasp + _up(0.10)
             if pinch[2] < grasp[2] + 0.05:
                 return np.array([pinch[0], pinch[1], above[2]]), 0.0, yaw
             return above, 0.0, yaw
-        if np.linalg.norm(grasp - pinch) > 0.005:  # straight down to it
-            return grasp, 0.0, yaw
+        if np.linalg.norm(grasp - pinch) > CLOSE_WITHIN:  # straight down to it
+            return grasp - _up(AIM_PAST), 0.0, yaw
         return None, 1.0, yaw  # there: close
 
     def _desired_rotation(self, rot: np.ndarray, yaw: float | None) -> np.ndarray:

@@ -150,6 +150,18 @@ class DroidTwinWorld(World):
         mujoco.mj_forward(self.m, self.d)
         self.epoch += 1
 
+    def pose_arm(self, q) -> None:
+        """Put the arm at joint positions `q` without simulating the way there (the camera
+        policy's training views: the demonstrations' arm poses over fresh layouts). Objects
+        stay where they are; nothing is checked."""
+        q = np.asarray(q, dtype=float)
+        if q.shape != (7,) or not np.all(np.isfinite(q)):
+            raise ValueError(f"pose_arm needs 7 finite joint positions, got {q!r}")
+        self.d.qpos[self.arm_qpos] = q
+        self.d.qvel[self.arm_dof] = 0.0
+        mujoco.mj_forward(self.m, self.d)
+        self.epoch += 1
+
     def check_penetration(self, tolerance: float = PENETRATION_TOLERANCE) -> None:
         """InvalidSetup when objects overlap: MuJoCo would push them apart violently."""
         depth = physics.max_penetration(self.m, self.d, self.object_bodies)
