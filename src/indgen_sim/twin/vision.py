@@ -256,11 +256,7 @@ def collect(episodes: int, policy: Policy | None = None, noise: float = 0.02, se
             request = state_request
             if sees or step % image_every == 0:
                 request = spec.request(obs, setup, step)
-                frames["exterior"].append(shrink(request[REQUEST_IMAGES[EXTERIOR]], EXTERIOR))
-                frames["wrist"].append(shrink(request[REQUEST_IMAGES[WRIST]], WRIST))
-                frames["state"].append(proprio(obs["joint_position"], float(obs["gripper_position"]), obs["task"], kin))
-                frames["target"].append(targets(state_request))
-                frames["q"].append(np.asarray(obs["joint_position"], dtype=np.float32))
+                add_frame(frames, request, kin)
             if asks:
                 queue = spec.actions(policy.infer({k: v for k, v in request.items()
                                                    if not (sees and k.startswith("privileged/"))}))
@@ -284,6 +280,18 @@ def collect(episodes: int, policy: Policy | None = None, noise: float = 0.02, se
                   "frames": len(frames["target"])}
 
 
+def add_frame(frames: dict[str, list], request: dict[str, Any], kin) -> None:
+    """One perception sample from a DROID request with the simulator's keys: the network's two
+    images, its proprioception, the label, and the joint positions (for `views`' arm poses)."""
+    q = np.asarray(request["observation/joint_position"], dtype=float)
+    g = float(np.asarray(request["observation/gripper_position"]).reshape(-1)[0])
+    frames["exterior"].append(shrink(request[REQUEST_IMAGES[EXTERIOR]], EXTERIOR))
+    frames["wrist"].append(shrink(request[REQUEST_IMAGES[WRIST]], WRIST))
+    frames["state"].append(proprio(q, g, str(request["privileged/task"]), kin))
+    frames["target"].append(targets(request))
+    frames["q"].append(q.astype(np.float32))
+
+
 def views(layouts: int, arm_poses: np.ndarray, per_layout: int = 4, seed_base: int = 9_500_000,
           builtin: bool = True, log=print) -> dict:
     """Perception samples over many more tau_0 layouts than there are episodes: each fresh
@@ -298,22 +306,17 @@ def views(layouts: int, arm_poses: np.ndarray, per_layout: int = 4, seed_base: i
 
     world, spec, kin = DroidTwinWorld(cameras=[EXTERIOR, WRIST], builtin=builtin), DroidSpec(), bc._kinematics(builtin)
     rng = np.random.default_rng(seed_base)
-    frames: dict[str, list] = {k: [] for k in FRAME_KEYS}
+    frames: dict[str, list] = {k: [] for k in (*FRAME_KEYS, "q")}
     t0 = time.monotonic()
     for e, setup in enumerate(bc.tau0_setups(layouts, seed_base, "droid_twin_vision", "views")):
         world.reset(setup)
         for q in arm_poses[rng.choice(len(arm_poses), per_layout)]:
             world.pose_arm(q)
-            view = world.observe()
-            request = spec.request(view, setup, 0)
-            frames["exterior"].append(shrink(request[REQUEST_IMAGES[EXTERIOR]], EXTERIOR))
-            frames["wrist"].append(shrink(request[REQUEST_IMAGES[WRIST]], WRIST))
-            frames["state"].append(proprio(q, float(view["gripper_position"]), view["task"], kin))
-            frames["target"].append(targets(request))
+            add_frame(frames, spec.request(world.observe(), setup, 0), kin)
         if (e + 1) % 250 == 0:
             log(f"  views: {e + 1}/{layouts} layouts ({time.monotonic() - t0:.0f} s)")
     world.close()
-    return {k: np.array(v) for k, v in frames.items()}
+    return {k: np.array(frames[k]) for k in FRAME_KEYS}
 
 
 def train_with_dagger(demo_episodes: int = 40, rounds: int = 2, episodes_per_round: int = 30,
@@ -336,7 +339,8 @@ def train_with_dagger(demo_episodes: int = 40, rounds: int = 2, episodes_per_rou
     data, stats = collect(demo_episodes, noise=0.05, builtin=builtin, log=log)
     driven, driven_stats = collect(demo_episodes, policy=bc.TwinBCPolicy(control, builtin=builtin),
                                    seed_base=9_050_000, builtin=builtin, log=log)
-    arm_poses = np.concatenate([data["q"], driven["q"]])[np.concatenate([data["state"], driven["state"]])[:, 0] < 0.1]
+    gripper = np.concatenate([data["state"], driven["state"]])[:, 0]  # proprio's first value
+    arm_poses = np.concatenate([data["q"], driven["q"]])[gripper < 0.1]  # the gripper open
     seen = {k: np.concatenate([data[k], driven[k]]) for k in FRAME_KEYS}
     if view_layouts > 0:
         log(f"perception: {view_layouts} more tau_0 layouts, seen from the demonstrations' arm poses")
@@ -361,8 +365,7 @@ def train_with_dagger(demo_episodes: int = 40, rounds: int = 2, episodes_per_rou
         for k in FRAME_KEYS:
             seen[k] = np.concatenate([seen[k], more[k]])
         latest["control"] = bc.train(labelled["x"], labelled["y"], epochs=control_epochs, log=lambda _: None)
-        latest["perception"] = train_perception(seen, refine_epochs, start=latest["perception"], max_lr=1e-3,
-                                                log=log)
+        latest["perception"] = train_perception(seen, refine_epochs, start=latest["perception"], log=log)
         return dict(latest)
 
     best = bc.best_iterate(rounds, start, drive, retrain, info, "the vision policy", log)
