@@ -37,6 +37,8 @@ def test_the_checkpoint_records_its_robot_model_and_what_it_was_trained_on(check
     info = ckpt["info"]
     assert info["robot_model"] == "builtin" and info["rounds"][0]["episodes"] == 2 and info["frames"] > 0
     assert info["train_seconds"] > 0
+    assert sorted(ckpt["in_hand"]) == sorted(vision.tasks.TASKS)
+    assert all(len(offset) == 3 and max(map(abs, offset)) < 0.05 for offset in ckpt["in_hand"].values())
     policy = vision.TwinVisionPolicy(checkpoint)
     assert policy.metadata["robot_model"] == "builtin" and policy.metadata["privileged"] is False
 
@@ -75,6 +77,62 @@ def test_a_request_without_the_images_or_with_another_task_is_refused(checkpoint
     assert policy.infer(request)["actions"].shape == (vision.CHUNK, 8)
     with pytest.raises(ValueError, match="knows the stack and cup-in-bowl tasks"):
         policy.infer(request | {"prompt": "fold the towel"})
+
+
+def test_a_held_object_is_where_the_hand_holds_it(checkpoint):
+    """The gripper stopped part-closed (0.48 on the block): the policy puts the block at the
+    learned place in the hand, whatever the cameras show; open, or closed on nothing (1.0), it
+    goes by perception."""
+    from indgen_sim.twin import bc
+
+    policy = vision.TwinVisionPolicy(checkpoint)
+    policy.in_hand["stack"] = np.array([0.004, -0.002, 0.006])
+    q = np.array([0.0, -0.3, 0.0, -2.2, 0.0, 1.9, 0.8])
+    request = {"observation/joint_position": q, "prompt": "Place the orange block on the blue block.",
+               "observation/exterior_image_1_left": np.zeros((224, 224, 3), np.uint8),
+               "observation/wrist_image_left": np.zeros((224, 224, 3), np.uint8)}
+    kin = bc._kinematics(True)
+    kin.set(q)
+    pinch, rot = kin.pinch()
+    held = policy.perceive(request | {"observation/gripper_position": np.array([0.48])})[3]
+    np.testing.assert_allclose(held[0:3], pinch + rot @ policy.in_hand["stack"], atol=1e-9)
+    for g in (0.0, 1.0):
+        seen = policy.perceive(request | {"observation/gripper_position": np.array([g])})[3]
+        assert np.linalg.norm(seen[0:3] - held[0:3]) > 1e-4
+    assert not vision.holding(0.0) and vision.holding(0.48) and vision.holding(0.31) and not vision.holding(1.0)
+
+
+def test_the_in_hand_offset_is_the_median_over_frames_that_hold_the_object():
+    from indgen_sim.twin import bc
+
+    kin, rng = bc._kinematics(True), np.random.default_rng(0)
+    offset = np.array([0.004, -0.002, 0.0055])
+    state, target = [], []
+    for i in range(40):
+        q = np.array([0.0, -0.3, 0.0, -2.2, 0.0, 1.9, 0.8]) + rng.normal(0, 0.2, 7)
+        g = (0.48, 0.0, 1.0, 0.31)[i % 4]  # holding the block, open, closed on nothing, holding the cup
+        task = "scale" if i % 4 == 3 else "stack"
+        row = vision.proprio(q, g, task, kin)
+        pinch, rot = kin.pinch()
+        pick = pinch + rot @ (offset + rng.normal(0, 0.001, 3)) if g in (0.48, 0.31) else rng.uniform(-0.3, 0.3, 3)
+        state.append(row)
+        target.append(np.concatenate([pick, np.zeros(5)]))
+    found = vision.in_hand_offsets({"state": np.array(state), "target": np.array(target)})
+    np.testing.assert_allclose(found["stack"], offset, atol=0.001)
+    np.testing.assert_allclose(found["scale"], offset, atol=0.001)
+    told = []
+    assert vision.in_hand_offsets({"state": np.array(state[1:3]), "target": np.array(target[1:3])},
+                                  told.append)["stack"] == [0.0, 0.0, 0.0]
+    assert "no training frame holds the stack task's object" in told[0]
+
+
+def test_a_checkpoint_from_before_the_in_hand_estimate_is_refused_in_one_sentence(checkpoint, tmp_path):
+    ckpt = torch.load(checkpoint, map_location="cpu", weights_only=True)
+    del ckpt["in_hand"]
+    torch.save(ckpt, tmp_path / "old.pt")
+    with pytest.raises(IndGenError, match=r"from before the in-hand estimate .* retrain it with `indgen twin "
+                                          r"train-bc --vision`"):
+        vision.TwinVisionPolicy(tmp_path / "old.pt")
 
 
 def test_a_state_checkpoint_is_not_taken_for_a_vision_one(tmp_path):
