@@ -185,6 +185,24 @@ def test_videos_one_per_level_with_every_frame(recorded, tmp_path):
     assert html.count(".mp4") >= 2, report.stdout
 
 
+def test_a_video_of_one_trial_from_a_named_camera_and_wrong_names_in_one_sentence(recorded, tmp_path):
+    with ResultsStore(recorded["db"]) as store:
+        trial = next(r.trial_id for r in store.rows("rec") if r.outcome == "success")
+    out = indgen("bag", "video", str(recorded["bag"]), "--trial", trial, "--camera", "exterior_1", "--out",
+                 str(tmp_path / "one"), "--db", str(recorded["db"]), "--json", str(tmp_path / "one.json"))
+    videos = json.loads((tmp_path / "one.json").read_text())
+    assert [v["trial"] for v in videos] == [trial], out.stdout
+    assert videos[0]["path"].endswith("-exterior_1.mp4") and videos[0]["frames"] > 10
+    assert [p.name for p in (tmp_path / "one").iterdir()] == [Path(videos[0]["path"]).name]
+    for args, said in ((("--camera", "wrist"), "no camera 'wrist' in the bag; it has exterior_1"),
+                       (("--trial", "no-such-trial"), "has no trial no-such-trial")):
+        proc = indgen("bag", "video", str(recorded["bag"]), *args, "--out", str(tmp_path / "bad"), "--db",
+                      str(recorded["db"]), expect=None)
+        assert proc.returncode != 0 and said in proc.stderr, proc.stdout + proc.stderr
+        assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert not any((tmp_path / "bad").rglob("*.mp4"))
+
+
 def test_replay_against_the_same_policy_is_exact_and_against_another_is_not(recorded):
     import numpy as np
     from openpi_server import OpenpiStyleServer
