@@ -176,3 +176,14 @@ def test_a_person_runs_a_two_level_campaign_with_the_console(tmp_path, ros_conte
     report = (tmp_path / "reports" / "people" / "report.md").read_text()
     assert "### The operator's labels per level" in report
     assert "| droid_twin_oracle | 0 | 2 | 1 | 1 | 0 | 0 | 0 |" in report
+    # the bag keeps the operator's answers and the relabel; `indgen bag rescore` lists them
+    bags = [p for p in (tmp_path / "art" / "bags").iterdir() if p.is_dir()]
+    rescored = subprocess.run([sys.executable, "-m", "indgen_core.cli", "bag", "rescore", *map(str, bags), "--db",
+                               str(db)], capture_output=True, text=True, timeout=120)
+    assert "operator labels:" in rescored.stdout, rescored.stdout + rescored.stderr
+    labels = rescored.stdout.split("operator labels:", 1)[1]
+    assert "k+0/001: relabel success by ada" in labels and "k+0/001: relabelled success" in labels, labels
+    # every answer to a prompt is paired with its trial (a console answers by prompt id alone)
+    for trial, said in (("k+0/000", "success"), ("k+0/001", "redo"), ("k+0/001", "failure"), ("k+1/000", "skip"),
+                        ("k+1/001", "failure")):
+        assert f"droid_twin_oracle/{trial}: {said} by ada" in labels, labels

@@ -157,7 +157,8 @@ def _answer(ans) -> str:
     from indgen_core import operator
 
     response = operator.RESPONSE_NAMES.get(ans.response, str(ans.response))
-    label = f" {_outcome(ans.label)}" if response == "relabel" else ""
+    # a relabel's new label is a response code (OperatorAck.RESPONSE_SUCCESS ...), not an outcome
+    label = f" {operator.RESPONSE_NAMES.get(ans.label, str(ans.label))}" if response == "relabel" else ""
     who = ans.operator_name or ans.console_id or "?"
     return f"{response}{label} by {who}{'' if ans.accepted else ' (refused: ' + ans.message + ')'}"
 

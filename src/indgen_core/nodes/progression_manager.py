@@ -99,6 +99,7 @@ class ProgressionManager(Node):
             subscribe(self, String, topics.RECORDER_STATUS, self._on_recorder, LATCHED, callback_group=self.group)
         self._world_needs_operator = False
         self._open_prompt = OperatorPrompt()
+        self._prompt_trials: dict[str, str] = {}  # prompt_id -> trial_id, the recent prompts (answers name no trial)
         self._last_feedback = 0.0
         self._stop = threading.Event()
         self.flow = OperatorFlow(self)
@@ -300,6 +301,10 @@ class ProgressionManager(Node):
             msg.trial_id, msg.level = trial.trial_id, trial.level
         msg.header = self._header()
         self._open_prompt = msg
+        if msg.prompt_id:
+            self._prompt_trials[msg.prompt_id] = msg.trial_id
+            while len(self._prompt_trials) > 64:
+                self._prompt_trials.pop(next(iter(self._prompt_trials)))
         self.prompt_pub.publish(msg)
 
     @property
@@ -349,7 +354,9 @@ class ProgressionManager(Node):
     def _on_ack(self, request, response):
         response = self.flow.on_ack(request, response)
         console = self.flow.desk.consoles.get(str(request.console_id))
-        msg = OperatorAnswer(campaign_id=self.record.id, trial_id=request.trial_id, prompt_id=request.prompt_id,
+        # a console answers a prompt by its id; the bag pairs answers with trials, so name the trial
+        trial_id = str(request.trial_id) or self._prompt_trials.get(str(request.prompt_id), "")
+        msg = OperatorAnswer(campaign_id=self.record.id, trial_id=trial_id, prompt_id=request.prompt_id,
                              response=request.response, label=request.label, partial_score=request.partial_score,
                              note=request.note, operator_name=console.operator if console else request.operator_name,
                              console_id=request.console_id, accepted=response.accepted, message=response.message)
