@@ -38,6 +38,7 @@ def test_the_checkpoint_records_its_robot_model_and_what_it_was_trained_on(check
     assert info["robot_model"] == "builtin" and info["rounds"][0]["episodes"] == 2 and info["frames"] > 0
     assert info["train_seconds"] > 0
     assert sorted(ckpt["in_hand"]) == sorted(vision.tasks.TASKS)
+    assert np.asarray(ckpt["perception"]["mean"]).shape == (len(vision.tasks.TASKS), vision.TARGETS)
     assert all(len(offset) == 3 and max(map(abs, offset)) < 0.05 for offset in ckpt["in_hand"].values())
     policy = vision.TwinVisionPolicy(checkpoint)
     assert policy.metadata["robot_model"] == "builtin" and policy.metadata["privileged"] is False
@@ -124,6 +125,25 @@ def test_the_in_hand_offset_is_the_median_over_frames_that_hold_the_object():
     assert vision.in_hand_offsets({"state": np.array(state[1:3]), "target": np.array(target[1:3])},
                                   told.append)["stack"] == [0.0, 0.0, 0.0]
     assert "no training frame holds the stack task's object" in told[0]
+
+
+def test_labels_are_scaled_per_task_with_a_floor():
+    """Each task's labels by their own mean and spread (the bowl's place is not the blue block's),
+    and a label that hardly varies (a resting block's height) is not blown up."""
+    rng = np.random.default_rng(1)
+    n = 200
+    task = np.arange(n) % 2  # stack, scale
+    state = np.zeros((n, vision.PROPRIO), np.float32)
+    state[np.arange(n), 1 + task] = 1.0
+    target = np.zeros((n, vision.TARGETS), np.float32)
+    target[:, 4] = np.where(task == 0, -0.08, -0.15) + rng.normal(0, 0.015, n)  # the place's y
+    target[:, 5] = np.where(task == 0, 0.025, 0.0)  # its height: constant per task
+    mean, std = vision.task_scales({"state": state, "target": target})
+    assert mean.shape == std.shape == (len(vision.tasks.TASKS), vision.TARGETS)
+    np.testing.assert_allclose(mean[:, 4], [-0.08, -0.15], atol=0.005)
+    np.testing.assert_allclose(std[:, 4], [0.015, 0.015], atol=0.004)  # the spread within a task
+    np.testing.assert_allclose(std[:, 5], [0.01, 0.01])  # the floor, not 0
+    assert (vision.task_index(state) == task).all()
 
 
 def test_a_checkpoint_from_before_the_in_hand_estimate_is_refused_in_one_sentence(checkpoint, tmp_path):

@@ -172,6 +172,27 @@ def _network(keypoints: int = KEYPOINTS, hidden: int = 256):
 
 
 FRAME_KEYS = ("exterior", "wrist", "state", "target")
+#: the least spread a label is normalised by: metres for positions, the yaw code's unit
+SCALE_FLOOR = np.array([0.01] * 6 + [0.1] * 2, dtype=np.float32)
+
+
+def task_index(state: np.ndarray) -> np.ndarray:
+    """Each proprio row's task (an index into tasks.TASKS)."""
+    return np.asarray(state)[:, 1:1 + len(tasks.TASKS)].argmax(1)
+
+
+def task_scales(data: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Per-task mean and spread of perception's labels (len(TASKS) x TARGETS). Why per task: the
+    two tasks' objects sit in different places (the bowl's y about 8 cm from the blue block's),
+    so a spread over both is mostly that difference, and the blue block's own 5.5 cm of y across
+    tau_0 layouts became a small part of the loss: the network estimated it 13 mm off at the
+    median, pulled toward the middle (error against true y: correlation -0.84)."""
+    task, target = task_index(data["state"]), np.asarray(data["target"], dtype=np.float32)
+    mean, std = np.zeros((len(tasks.TASKS), TARGETS), np.float32), np.ones((len(tasks.TASKS), TARGETS), np.float32)
+    for i in range(len(tasks.TASKS)):
+        if (task == i).any():
+            mean[i], std[i] = target[task == i].mean(0), np.maximum(target[task == i].std(0), SCALE_FLOOR)
+    return mean, std
 
 
 def train_perception(data: dict[str, np.ndarray], epochs: int, start: dict | None = None, seed: int = 0,
@@ -182,17 +203,18 @@ def train_perception(data: dict[str, np.ndarray], epochs: int, start: dict | Non
     net = _network()
     if start is not None:
         net.load_state_dict(start["state_dict"])
-    mean, std = (start["mean"], start["std"]) if start else (data["target"].mean(0), data["target"].std(0) + 1e-6)
+    mean, std = (start["mean"], start["std"]) if start else task_scales(data)
     mean, std = np.asarray(mean, dtype=np.float32), np.asarray(std, dtype=np.float32)
+    task = task_index(data["state"])
     ext, wrist = torch.as_tensor(data["exterior"]), torch.as_tensor(data["wrist"])
-    state, target = torch.as_tensor(data["state"]), torch.as_tensor((data["target"] - mean) / std)
+    state, target = torch.as_tensor(data["state"]), torch.as_tensor((data["target"] - mean[task]) / std[task])
     bc.fit(net.parameters(), len(target), lambda idx: torch.nn.functional.smooth_l1_loss(
         net(ext[idx], wrist[idx], state[idx]), target[idx]), epochs, 128, seed, log, "perception ", 5,
         max_lr)
     net.eval()
     with torch.no_grad():  # how far off it is, in the units that matter (on the last tenth, seen in training)
         tail = slice(len(target) - max(1, len(target) // 10), len(target))
-        error = (net(ext[tail], wrist[tail], state[tail]).numpy() - target[tail].numpy()) * std
+        error = (net(ext[tail], wrist[tail], state[tail]).numpy() - target[tail].numpy()) * std[task[tail]]
     rms = np.sqrt((error ** 2).mean(0))
     log(f"  perception RMS error (on training frames): pick {1000 * np.linalg.norm(rms[0:3]):.0f} mm, target "
         f"{1000 * np.linalg.norm(rms[3:6]):.0f} mm, yaw code {np.linalg.norm(rms[6:8]):.2f}")
@@ -210,8 +232,10 @@ class TwinVisionPolicy(Policy):
         self.net = _network()
         self.net.load_state_dict(ckpt["perception"]["state_dict"])
         self.net.eval()
-        self.mean = np.asarray(ckpt["perception"]["mean"], dtype=np.float32)
-        self.std = np.asarray(ckpt["perception"]["std"], dtype=np.float32)
+        # per task (rows in tasks.TASKS order); one row for every task in checkpoints before that
+        shape = (len(tasks.TASKS), TARGETS)
+        self.mean = np.broadcast_to(np.asarray(ckpt["perception"]["mean"], dtype=np.float32), shape)
+        self.std = np.broadcast_to(np.asarray(ckpt["perception"]["std"], dtype=np.float32), shape)
         self.control = bc.TwinBCPolicy(ckpt["control"], builtin=ckpt["robot_model"] == "builtin")
         self.in_hand = {task: np.asarray(offset, dtype=float) for task, offset in ckpt["in_hand"].items()}
         self.robot_model = ckpt["robot_model"]
@@ -234,7 +258,8 @@ class TwinVisionPolicy(Policy):
         state = proprio(q, g, task, bc._kinematics(self.control.builtin))
         with self.torch.no_grad():
             out = self.net(*images, self.torch.as_tensor(state[None])).numpy()[0]
-        seen = out * self.std + self.mean
+        t = tasks.TASKS.index(task)
+        seen = out * self.std[t] + self.mean[t]
         if holding(g):  # the object is in the hand: where the hand is, not where the cameras put it
             kin = bc._kinematics(self.control.builtin)
             kin.set(q)
