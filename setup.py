@@ -40,6 +40,7 @@ NODES = {
     "fr3_runner": "indgen_robot.nodes.fr3_runner:main",
     "camera_node": "indgen_robot.nodes.camera_node:main",
     "fr3_stand_in": "indgen_sim.nodes.fr3_stand_in:main",
+    "fr3_cameras": "indgen_sim.nodes.fr3_cameras:main",
     "recorder": "indgen_core.nodes.recorder:main",
 }
 
@@ -124,6 +125,7 @@ setup(
             "twin = indgen_sim.twin.cli:register",
             "libero = indgen_sim.libero.cli:register",
             "console = indgen_robot.cli:register",
+            "bringup = indgen_robot.cli:register_bringup",
         ],
     },
     zip_safe=False,

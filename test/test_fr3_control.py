@@ -4,6 +4,8 @@ controller-side interpolation both the runner and the stand-in use."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -18,7 +20,7 @@ CONFIG = load_robot_config("fr3_robotiq_zed")
 GATE = CommandGate(CONFIG)
 LOWER = np.array(CONFIG.arm.lower) + CONFIG.arm.position_margin
 UPPER = np.array(CONFIG.arm.upper) - CONFIG.arm.position_margin
-V_LIMIT = np.array(CONFIG.arm.velocity_limits) * CONFIG.arm.velocity_fraction
+V_LIMIT = GATE.v_max  # a fraction of the robot's limits, capped so one tick of motion stays within max_lead
 
 anything = st.one_of(
     hnp.arrays(np.float64, st.integers(0, 12), elements=st.floats(allow_nan=True, allow_infinity=True, width=64)),
@@ -50,7 +52,7 @@ def test_no_published_point_is_ever_non_finite_or_outside_the_limits(command, gr
         assert v.shape == (7,) and np.all(np.abs(v) <= 1) and 0 <= g <= 1
         points, _ = GATE.stream(q, dq, v)
     _points_ok(points)
-    _points_ok(GATE.move_to(q, dq, np.array(CONFIG.reset.pose), CONFIG.reset.max_speed))
+    _points_ok(GATE.move_to(q, np.array(CONFIG.reset.pose), CONFIG.reset.max_speed))
 
 
 @pytest.mark.parametrize("command, gripper, why", [
@@ -147,3 +149,23 @@ def test_a_robot_configuration_with_bad_values_is_one_sentence(tmp_path):
         load_robot_config(str(bad))
     with pytest.raises(ConfigError, match="no robot configuration 'nope'"):
         load_robot_config("nope")
+    shipped = (Path(__file__).resolve().parents[1] / "config" / "robots" / "fr3_robotiq_zed.yaml").read_text()
+    assert "'moveit' was removed" in _error(tmp_path, shipped.replace("  method: direct", "  method: moveit"))
+    assert "republishing the last values" in _error(tmp_path, shipped.replace("state_topic: /franka/joint_states",
+                                                                              "state_topic: /joint_states"))
+    gains = (Path(__file__).resolve().parents[1] / "config" / "robots" / "fr3_robotiq_zed" /
+             "fr3_arm_controller.yaml").read_text()
+    (tmp_path / "fr3_robotiq_zed").mkdir()
+    (tmp_path / "fr3_robotiq_zed" / "fr3_arm_controller.yaml").write_text(gains.replace("p: 300.0", "p: 900.0", 1))
+    message = _error(tmp_path, shipped)
+    assert "fr3_joint1: p 900 x max_lead 0.1 rad = 90.0 Nm exceeds 0.4 of its torque limit" in message, message
+
+
+def _error(folder, text: str) -> str:
+    from indgen_core.configfile import ConfigError
+
+    path = folder / "robot.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load_robot_config(str(path))
+    return str(err.value)

@@ -1,8 +1,13 @@
-"""The FR3 runner's safety behaviour against the hardware stand-in, with this test playing
-the policy node and the progression manager: the reset reaches the reset pose; stale,
-repeated and garbage commands are never applied; a policy that stops answering, stale joint
-states and the soft e-stop each stop the episode as aborted with the robot held; and the
-stand-in never reflexes. Plus the camera node and the image encodings the policy node reads."""
+"""The FR3 runner's safety behaviour against the hardware stand-in (franka's controllers,
+reflexes and recovery, the Robotiq, joint_state_publisher's merge, as the real stack behaves),
+with this test playing the policy node and the progression manager: the reset reaches the
+reset pose; stale, repeated and garbage commands are never applied; a policy that stops
+answering, stale joint states and the soft e-stop each stop the episode as aborted with the
+robot held; a cancel and a prepare are answered while an episode runs; a fault is seen from
+the broadcaster's silence while the merged /joint_states keeps coming; a reflex during the
+policy's motion ends the episode for the person's label and the robot is recovered before the
+next trial; a driver that dies aborts the trial; e-stops from best-effort and volatile
+publishers hold at once. Plus the camera node and the image encodings the policy node reads."""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ import subprocess
 import time
 
 import numpy as np
+import procs
 import pytest
 from procs import LoggedProcess
 from ros_helpers import spin_until, spinning
@@ -23,6 +29,8 @@ from indgen_core.robot_config import load_robot_config
 pytestmark = pytest.mark.ros
 rclpy = pytest.importorskip("rclpy")
 CONFIG = load_robot_config("fr3_robotiq_zed")
+PERIOD = 1 / CONFIG.control.rate_hz
+DOWN = np.array([0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0])  # joints 2 and 4 forward: the hand goes down
 
 
 def _start(executable: str, *params: str) -> subprocess.Popen:
@@ -34,19 +42,13 @@ def _start(executable: str, *params: str) -> subprocess.Popen:
     return LoggedProcess(argv, env=env)
 
 
-def _stop(proc) -> str:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-    return proc.output()
+_stop = procs.stop
 
 
 class FakePolicy:
     """Answers every ControlTick like the policy node would (IndGen's command topics, the
-    tick's sequence in layout.data_offset); `behaviour(tick)` says what to send."""
+    tick's sequence in layout.data_offset); `behaviour(tick)` says what to send: a name below
+    or a DROID velocity."""
 
     def __init__(self, node):
         from std_msgs.msg import Float64MultiArray
@@ -71,11 +73,13 @@ class FakePolicy:
         self.gripper.publish(self.fr3.gripper_command(gripper, sequence))
 
     def _on_tick(self, tick):
-        self.ticks.append(tick)
+        self.ticks.append((time.monotonic(), tick))
         what = self.behaviour(tick)
         push = np.zeros(7)
         push[0] = 0.8
-        if what == "still":
+        if isinstance(what, np.ndarray):
+            self.send(what, tick.sequence)
+        elif what == "still":
             self.send(np.zeros(7), tick.sequence)
         elif what == "stale_then_still":  # a command for the previous tick first: never applied
             self.send(push, tick.sequence - 1)
@@ -88,20 +92,105 @@ class FakePolicy:
             self.gripper.publish(self.fr3.gripper_command(0.0, tick.sequence))
         # "silent": nothing
 
+    def last(self):
+        return self.ticks[-1][1] if self.ticks else None
+
+
+class Session:
+    """The runner and the stand-in as processes, this test's node playing the policy node and
+    the progression manager, and what the stand-in reports."""
+
+    def __init__(self, node, stand_in):
+        from rclpy.action import ActionClient
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import String
+        from std_srvs.srv import SetBool
+
+        from indgen_core.nodes.base import LATCHED, LOCKSTEP
+        from indgen_msgs.action import RunEpisode
+        from indgen_msgs.srv import PrepareTrial
+
+        self.node, self.stand_in = node, stand_in
+        self.policy = FakePolicy(node)
+        self.joints, self.merged, self.status = [], [], {}
+        node.create_subscription(JointState, CONFIG.arm.state_topic,
+                                 lambda m: self.joints.append((time.monotonic(), np.array(m.position))), LOCKSTEP)
+        node.create_subscription(JointState, CONFIG.merged_joint_states,
+                                 lambda m: self.merged.append((time.monotonic(), m)), LOCKSTEP)
+        node.create_subscription(String, "/indgen/sim/stand_in/status",
+                                 lambda m: self.status.update(json.loads(m.data)), LATCHED)
+        self.inject_pub = node.create_publisher(String, "/indgen/sim/stand_in/inject", LOCKSTEP)
+        self.prepare_client = node.create_client(PrepareTrial, topics.PREPARE_TRIAL)
+        self.estop = node.create_client(SetBool, topics.ESTOP)
+        self.episodes = ActionClient(node, RunEpisode, topics.RUN_EPISODE)
+        self.RunEpisode, self.PrepareTrial = RunEpisode, PrepareTrial
+
+    def setup(self, name, steps):
+        from indgen_core.records import TaskSetup
+
+        return TaskSetup(campaign_id="c", trial_id=name, world="fr3", axis="stack", level=0, in_distribution=True,
+                         parameters=(), trial_index=0, seed=1, policy="p", max_steps=steps)
+
+    def prepare(self, name, steps=10):
+        from indgen_core.nodes import convert
+
+        return _call(self.prepare_client, self.PrepareTrial.Request(setup=convert.setup_to_msg(
+            self.setup(name, steps), self.node.get_clock().now().to_msg())))
+
+    def start(self, name, steps, behaviour, prepare=True):
+        from indgen_core.nodes import convert
+
+        if prepare:
+            answer = self.prepare(name, steps)
+            assert answer.ready, answer.message
+        self.policy.behaviour = behaviour
+        goal = self.RunEpisode.Goal(setup=convert.setup_to_msg(self.setup(name, steps),
+                                                               self.node.get_clock().now().to_msg()))
+        assert _wait(self.episodes.server_is_ready, 30)
+        send = self.episodes.send_goal_async(goal)
+        assert _wait(send.done, 10) and send.result().accepted
+        return send.result()
+
+    def result(self, handle, timeout=120):
+        from indgen_core.nodes import convert
+
+        result = handle.get_result_async()
+        assert _wait(result.done, timeout), "the episode did not end"
+        return convert.result_from_msg(result.result().result.result), result.result().status
+
+    def run(self, name, steps, behaviour, during=None):
+        handle = self.start(name, steps, behaviour)
+        if during is not None:
+            during()
+        return self.result(handle)[0]
+
+    def inject(self, order):
+        from std_msgs.msg import String
+
+        self.inject_pub.publish(String(data=json.dumps(order)))
+
+    def ticking(self, name, after=10):
+        assert _wait(lambda: self.policy.last() is not None and self.policy.last().trial_id == name and
+                     self.policy.last().step > after, 30)
+
+    def fresh_status(self):
+        time.sleep(1.2)  # the stand-in's latched status (every 0.5 s) is current
+        return dict(self.status)
+
 
 @pytest.fixture
 def robot(ros_context):
-    stand_in = _start("fr3_stand_in", "builtin:=true", "camera_hz:=2.0", "render_width:=64", "render_height:=36",
-                      "image_width:=64", "image_height:=36")
-    runner = _start("fr3_runner")
+    stand_in = _start("fr3_stand_in", "builtin:=true")
+    runner = _start("fr3_runner", "recovery:=stand_in")
     node = rclpy.create_node("runner_test", context=ros_context)
+    session = Session(node, stand_in)
     try:
         with spinning(node):
-            yield node, stand_in, runner
+            assert _wait(lambda: len(session.joints) > 5, 60), "no joint states from the stand-in"
+            yield session
     finally:
         node.destroy_node()
-        logs = _stop(runner), _stop(stand_in)
-        assert "REFLEX" not in logs[1], logs[1][-3000:]
+        session.logs = _stop(runner), _stop(stand_in)
 
 
 def _wait(predicate, timeout):
@@ -125,63 +214,27 @@ def _call(client, request, timeout=30.0):
     raise AssertionError(f"no answer from {client.srv_name}")
 
 
-def test_the_runner_resets_holds_and_never_applies_a_bad_command(robot):
-    from rclpy.action import ActionClient
-    from sensor_msgs.msg import JointState
-    from std_msgs.msg import String
+def test_the_runner_resets_never_applies_a_bad_command_and_serves_a_cancel_mid_episode(robot):
     from std_srvs.srv import SetBool
 
-    from indgen_core.nodes import convert
-    from indgen_core.nodes.base import LATCHED, LOCKSTEP
-    from indgen_core.records import TaskSetup
-    from indgen_msgs.action import RunEpisode
-    from indgen_msgs.srv import PrepareTrial
-
-    node, stand_in, _ = robot
-    policy = FakePolicy(node)
-    joints, status = [], {}
-    node.create_subscription(JointState, "/joint_states", lambda m: joints.append((time.monotonic(),
-                                                                                   np.array(m.position[:7]))),
-                             LOCKSTEP)
-    node.create_subscription(String, "/indgen/sim/stand_in/status", lambda m: status.update(json.loads(m.data)),
-                             LATCHED)
-    prepare = node.create_client(PrepareTrial, topics.PREPARE_TRIAL)
-    estop = node.create_client(SetBool, topics.ESTOP)
-    episodes = ActionClient(node, RunEpisode, topics.RUN_EPISODE)
-
-    def setup(name, steps):
-        return TaskSetup(campaign_id="c", trial_id=name, world="fr3", axis="stack", level=0, in_distribution=True,
-                         parameters=(), trial_index=0, seed=1, policy="p", max_steps=steps)
-
-    def run(name, steps, behaviour, during=None):
-        assert _call(prepare, PrepareTrial.Request(setup=convert.setup_to_msg(setup(name, steps)))).ready
-        policy.behaviour = behaviour
-        goal = RunEpisode.Goal(setup=convert.setup_to_msg(setup(name, steps), node.get_clock().now().to_msg()))
-        assert _wait(episodes.server_is_ready, 30)
-        send = episodes.send_goal_async(goal)
-        assert _wait(send.done, 10) and send.result().accepted
-        result = send.result().get_result_async()
-        if during is not None:
-            during()
-        assert _wait(result.done, 120), f"{name} did not end"
-        return convert.result_from_msg(result.result().result.result)
-
-    assert _wait(lambda: len(joints) > 5, 60), "no joint states from the stand-in"
+    s = robot
     # the reset reaches DROID's reset pose within tolerance
-    assert _call(prepare, PrepareTrial.Request(setup=convert.setup_to_msg(setup("r", 10)))).ready
-    assert np.max(np.abs(joints[-1][1] - np.array(CONFIG.reset.pose))) <= CONFIG.reset.tolerance
+    assert s.prepare("r").ready
+    assert np.max(np.abs(s.joints[-1][1] - np.array(CONFIG.reset.pose))) <= CONFIG.reset.tolerance
     # the same request again (a reply lost to discovery: the progression manager asks again):
     # answered from where the arm is, nothing sent to the arm
-    time.sleep(1.2)  # the stand-in's latched status (every 0.5 s) is current
-    before = status.get("trajectories")
-    assert _call(prepare, PrepareTrial.Request(setup=convert.setup_to_msg(setup("r", 10)))).ready
-    time.sleep(1.2)
-    assert before and status.get("trajectories") == before, (before, status.get("trajectories"))
+    from indgen_core.nodes import convert
+
+    repeat = s.PrepareTrial.Request(setup=convert.setup_to_msg(s.setup("again", 10), s.node.get_clock().now().to_msg()))
+    assert _call(s.prepare_client, repeat).ready
+    before = s.fresh_status().get("trajectories")
+    assert _call(s.prepare_client, repeat).ready
+    assert before and s.fresh_status().get("trajectories") == before
 
     for behaviour in ("stale_then_still", "still_then_repeat", "garbage"):
-        start = joints[-1][1].copy()
-        result = run(behaviour, 30, lambda tick, b=behaviour: b)
-        moved = max(float(np.max(np.abs(q - start))) for _, q in joints[-40:])
+        start = s.joints[-1][1].copy()
+        result = s.run(behaviour, 30, lambda tick, b=behaviour: b)
+        moved = max(float(np.max(np.abs(q - start))) for _, q in s.joints[-40:])
         assert moved < 0.01, f"{behaviour}: the arm moved {moved:.3f} rad"  # nothing of the push was applied
         if behaviour == "garbage":
             assert result.outcome.name == "ABORTED" and "no usable command for 8 ticks" in result.reason
@@ -190,64 +243,267 @@ def test_the_runner_resets_holds_and_never_applies_a_bad_command(robot):
             assert result.outcome.name == "FAILURE" and result.details["judged"] is False, result.reason
             assert result.details["timing"]["missed_ticks"] == 0
 
-    silent = run("silent", 60, lambda tick: "still" if tick.step < 10 else "silent")
+    silent = s.run("silent", 60, lambda tick: "still" if tick.step < 10 else "silent")
     assert silent.outcome.name == "ABORTED" and "no usable command" in silent.reason
 
-    def freeze():  # the driver hangs: joint states stop
-        assert _wait(lambda: len(policy.ticks) and policy.ticks[-1].trial_id == "stale" and
-                     policy.ticks[-1].step > 10, 30)
-        stand_in.send_signal(signal.SIGSTOP)
-        time.sleep(1.0)
-        stand_in.send_signal(signal.SIGCONT)
+    # a cancel while the episode runs is answered at once (the episode runs on its own thread,
+    # not inside the action's execute callback), and so is a prepare: refused, nothing moves
+    handle = s.start("cancel", 600, lambda tick: 0.1 * DOWN)
+    s.ticking("cancel")
+    asked = time.monotonic()
+    refused = s.prepare("next")
+    assert not refused.ready and "an episode is running" in refused.message and time.monotonic() - asked < 2.0
+    cancel = handle.cancel_goal_async()
+    asked = time.monotonic()
+    assert _wait(cancel.done, 5.0) and time.monotonic() - asked < 1.0
+    result, status = s.result(handle, timeout=5)
+    assert status == 5 and result.outcome.name == "ABORTED" and "cancelled" in result.reason  # GoalStatus CANCELED
+    assert result.steps < 600
 
-    stale = run("stale", 200, lambda tick: "still", during=freeze)
-    assert stale.outcome.name == "ABORTED" and "joint states are" in stale.reason
+    def freeze():  # the whole stand-in hangs (SIGSTOP): its joint states stop
+        s.ticking("stale")
+        s.stand_in.send_signal(signal.SIGSTOP)
+        time.sleep(1.0)
+        s.stand_in.send_signal(signal.SIGCONT)
+
+    stale = s.run("stale", 200, lambda tick: "still", during=freeze)
+    assert stale.outcome.name == "ABORTED" and "joint states stopped" in stale.reason
 
     def press_estop():
-        assert _wait(lambda: policy.ticks[-1].trial_id == "estop" and policy.ticks[-1].step > 10, 30)
-        assert _call(estop, SetBool.Request(data=True)).success
+        s.ticking("estop")
+        assert _call(s.estop, SetBool.Request(data=True)).success
 
-    stopped = run("estop", 200, lambda tick: "still", during=press_estop)
+    stopped = s.run("estop", 200, lambda tick: "still", during=press_estop)
     assert stopped.outcome.name == "ABORTED" and stopped.reason == "operator e-stop"
-    refused = _call(prepare, PrepareTrial.Request(setup=convert.setup_to_msg(setup("after", 10))))
+    refused = s.prepare("after")
     assert not refused.ready and "e-stop is engaged" in refused.message
-    assert _call(estop, SetBool.Request(data=False)).success
-    assert _call(prepare, PrepareTrial.Request(setup=convert.setup_to_msg(setup("after", 10)))).ready
-    spin_until(node, lambda: False, 0.6)
+    assert _call(s.estop, SetBool.Request(data=False)).success
+    assert s.prepare("after2").ready
+    status = s.fresh_status()
     assert status.get("reflexes") == 0 and status.get("refused_trajectories") == 0, status
 
 
-def test_camera_node_publishes_a_video_file_and_refuses_a_missing_camera(tmp_path, ros_context):
+def test_frozen_merged_joint_states_a_reflex_and_a_driver_fault_each_end_the_episode_honestly_and_recover(robot):
+    """Three faults mid-episode, each with the runner's verdict and the recovery before the
+    next trial:
+    - the robot's network fault while the policy holds the arm still: franka's broadcaster
+      stops, joint_state_publisher keeps republishing the last values with fresh stamps; the
+      runner sees the fault within 3 ticks and aborts the trial (run again, never scored);
+    - a reflex during the policy's motion (the hand driven down into the table): the episode
+      ends for the person's label (failure by default), it is not aborted; the next prepare
+      recovers the robot (franka's procedure) and resets from where the arm stopped;
+    - the driver process dies: aborted; no recovery until it is back."""
+    s = robot
+    # 1. a fault with the arm held still
+    handle = s.start("frozen", 300, lambda tick: "still")
+    s.ticking("frozen")
+    faulted = time.monotonic()
+    s.inject({"fault": "communication_constraints_violation"})
+    result, _ = s.result(handle)
+    time.sleep(1.0)
+    ticks_after = [t for t, tick in s.policy.ticks if t > faulted and tick.trial_id == "frozen"]
+    merged_after = [m for t, m in s.merged if t > faulted + 0.3]
+    assert result.outcome.name == "ABORTED" and "held still" in result.reason, result.reason
+    assert len(ticks_after) <= 3, f"{len(ticks_after)} ticks after the fault"
+    assert len(merged_after) > 5 and len({tuple(m.position) for m in merged_after}) == 1  # /joint_states froze
+    print(f"fault seen after {len(ticks_after)} ticks (the merged /joint_states went on)")  # pytest -s
+    assert s.prepare("after_fault").ready  # recovered (error recovery, hardware, controllers), reset
+
+    # 2. a reflex during the policy's motion
+    handle = s.start("reflex", 400, lambda tick: 0.3 * DOWN)
+    result, _ = s.result(handle)
+    status = s.fresh_status()
+    assert status["last_error"] == "joint_reflex" and status["reflexes"] == 1, status
+    assert result.outcome.name == "FAILURE" and result.details["judged"] is False, result.reason
+    assert result.details["robot_stop"]["stop"] == "unexplained" and "failure" in result.reason
+    stopped = s.joints[-1][1].copy()
+    answer = s.prepare("after_reflex")
+    assert answer.ready, answer.message
+    status = s.fresh_status()
+    peak = np.array(status["peak_acceleration_after_activation"]) / np.array(CONFIG.arm.acceleration_limits)
+    print(f"recovered from the reflex and reset: peak acceleration in the first 0.5 s {peak.max():.2f} of the "
+          f"limit")  # pytest -s
+    assert peak.max() < 1.0 and status["error"] == "" and status["hardware_active"]
+    assert np.max(np.abs(stopped - np.array(CONFIG.reset.pose))) > 0.3  # it had to come back a long way
+
+    # 3. the driver dies mid-episode
+    handle = s.start("driver", 300, lambda tick: 0.05 * DOWN)
+    s.ticking("driver")
+    s.inject({"driver": "crash"})
+    result, _ = s.result(handle)
+    assert result.outcome.name == "ABORTED" and "driver" in result.reason, result.reason
+    refused = s.prepare("driver_down")
+    assert not refused.ready and "recovery failed" in refused.message, refused.message
+    s.inject({"driver": "restart"})
+    time.sleep(0.5)
+    assert s.prepare("driver_back").ready
+
+
+def test_volatile_and_best_effort_estop_publishers_hold_within_one_tick(robot):
+    """A pedal or button node publishes std_msgs/Bool with whatever QoS it was written with; a
+    reliable, transient-local subscriber would never match a best-effort or volatile one
+    (rclpy only logs an incompatible-QoS warning). Each of them stops a moving arm within a
+    tick, and its release is taken."""
+    from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+    from std_msgs.msg import Bool
+
+    s = robot
+    publishers = {
+        "best effort, volatile": QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT,
+                                            durability=DurabilityPolicy.VOLATILE, history=HistoryPolicy.KEEP_LAST),
+        "reliable, volatile (rclpy's default)": QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
+                                                           durability=DurabilityPolicy.VOLATILE),
+        "reliable, transient local": QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                                                durability=DurabilityPolicy.TRANSIENT_LOCAL),
+    }
+    for i, (kind, qos) in enumerate(publishers.items()):
+        pedal = s.node.create_publisher(Bool, topics.ESTOP, qos)
+        assert _wait(lambda p=pedal: p.get_subscription_count() >= 1, 10), kind
+        time.sleep(0.3)
+        handle = s.start(f"pedal{i}", 600, lambda tick: 0.1 * DOWN)
+        s.ticking(f"pedal{i}")
+        pressed = time.monotonic()
+        pedal.publish(Bool(data=True))
+        result, _ = s.result(handle, timeout=10)
+        status = s.fresh_status()
+        holds = [t for t in status.get("hold_times", []) if t > pressed]
+        assert result.outcome.name == "ABORTED" and result.reason == "operator e-stop", (kind, result.reason)
+        assert holds and holds[0] - pressed <= PERIOD, f"{kind}: first hold {holds[0] - pressed:.3f} s after"
+        print(f"e-stop from a {kind} publisher: hold {holds[0] - pressed:.3f} s after it")  # pytest -s
+        pedal.publish(Bool(data=False))
+        assert _wait(lambda n=f"released{i}": s.prepare(n).ready, 10), kind
+        s.node.destroy_publisher(pedal)
+
+
+def test_frozen_camera_no_command_from_a_stale_frame(tmp_path, ros_context):
+    """The policy node on the real robot's topics (the stand-in's ZED topics, franka's and the
+    Robotiq's own joint states) answering wall-clock ticks through pi0.5's request. A camera
+    driver that freezes and keeps re-sending its last frame delivers it promptly, so an age by
+    arrival never notices; by its header stamp the frame is stale after image_max_age_s, and
+    from then on no tick gets a command, until the camera is back."""
+    import servers
+    from std_msgs.msg import Float64MultiArray, String
+
+    from indgen_core.nodes.base import LATCHED, LOCKSTEP
+    from indgen_core.nodes.convert import setup_to_msg
+    from indgen_core.records import TaskSetup
+    from indgen_msgs.msg import ControlTick
+    from indgen_msgs.msg import TaskSetup as TaskSetupMsg
+
+    port = servers.free_port()
+    server = servers.start_server("droid_pi05_standin", port)
+    stand_in = _start("fr3_stand_in", "builtin:=true", "camera_hz:=10.0")
+    cameras = _start("fr3_cameras", "builtin:=true", "camera_hz:=10.0", "render_width:=64", "render_height:=36",
+                     "image_width:=128", "image_height:=72")
+    policy = _start("policy_node", "spec:=droid", f"server_uri:=ws://127.0.0.1:{port}", "cameras:=exterior_1,wrist",
+                    "privileged:=false", "robot:=fr3_robotiq_zed")
+    node = rclpy.create_node("frozen_camera_test", context=ros_context)
+    commands: dict[int, float] = {}
+    node.create_subscription(Float64MultiArray, topics.ARM_VELOCITY_COMMAND,
+                             lambda m: commands.setdefault(m.layout.data_offset, time.monotonic()), LOCKSTEP)
+    ticks = node.create_publisher(ControlTick, topics.CONTROL_TICK, LOCKSTEP)
+    setup_pub = node.create_publisher(TaskSetupMsg, topics.TASK_SETUP, LATCHED)
+    inject = node.create_publisher(String, "/indgen/sim/stand_in/inject", LOCKSTEP)
+    setup = TaskSetup(campaign_id="c", trial_id="t", world="fr3", axis="stack", level=0, in_distribution=True,
+                      parameters=(), trial_index=0, seed=1, policy="p", language_instruction="stack the blocks")
+    sent: dict[int, float] = {}
+    sequence = [0]
+
+    def tick(step):
+        sequence[0] += 1
+        msg = ControlTick(trial_id="t", step=step, sequence=sequence[0], wall_clock=True)
+        msg.header.stamp = node.get_clock().now().to_msg()
+        sent[sequence[0]] = time.monotonic()
+        ticks.publish(msg)
+
+    def run(steps, start=0):
+        for step in range(start, start + steps):
+            tick(step)
+            spin_until(node, lambda: False, PERIOD)
+
+    try:
+        setup_pub.publish(setup_to_msg(setup, node.get_clock().now().to_msg()))
+        assert spin_until(node, lambda: ticks.get_subscription_count() > 0, 60), policy.output()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not commands:
+            run(1)
+        assert commands, policy.output()[-3000:]
+        run(16, start=1)
+        answered = [seq for seq in sent if seq in commands]
+        assert len(answered) >= 14, f"only {len(answered)} of {len(sent)} ticks answered before the freeze"
+        inject.publish(String(data=json.dumps({"camera": "exterior_1", "freeze": "repeat"})))
+        frozen = time.monotonic()
+        run(30, start=17)
+        stale_after = frozen + CONFIG.control.image_max_age_s + 0.2
+        late = [seq for seq, t in sent.items() if t > stale_after and seq in commands]
+        assert not late, f"{len(late)} ticks were answered from a frame older than {CONFIG.control.image_max_age_s} s"
+        assert "exterior_1 is" in policy.output() and "old by its stamp" in policy.output()
+        inject.publish(String(data=json.dumps({"camera": "exterior_1", "freeze": "off"})))
+        back = time.monotonic()
+        run(30, start=47)
+        assert [seq for seq, t in sent.items() if t > back + 1.0 and seq in commands], "no command once it was back"
+    finally:
+        node.destroy_node()
+        _stop(policy)
+        _stop(cameras)
+        _stop(stand_in)
+        servers.stop(server)
+
+
+def test_camera_node_publishes_a_video_file_crops_a_stereo_frame_and_refuses_a_missing_camera(tmp_path,
+                                                                                               ros_context):
+    """A plain camera (a video file here) at the size asked; a ZED over UVC (side by side, both
+    eyes in one frame: 2560 x 720 at HD720) cropped to its left eye, as the ZED wrapper's rgb
+    image is; each frame stamped when it was read."""
     import cv2
     from sensor_msgs.msg import Image
 
     from indgen_core.nodes import fr3
     from indgen_core.nodes.base import LOCKSTEP
 
-    video = tmp_path / "wrist.avi"
-    writer = cv2.VideoWriter(str(video), cv2.VideoWriter_fourcc(*"MJPG"), 15, (320, 240))
-    for i in range(20):
-        frame = np.zeros((240, 320, 3), np.uint8)
+    def video(name, size, paint):
+        path = tmp_path / f"{name}.avi"
+        writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 15, size)
+        for i in range(20):
+            frame = np.zeros((size[1], size[0], 3), np.uint8)
+            paint(frame)
+            frame[10:20, i:i + 10] = 255
+            writer.write(frame)
+        writer.release()
+        return path
+
+    def red(frame):
         frame[:, :, 2] = 200  # red in BGR
-        frame[10:20, i:i + 10] = 255
-        writer.write(frame)
-    writer.release()
-    proc = _start("camera_node", f"sources:=wrist={video}", "loop:=true", "rate_hz:=10.0", "width:=160",
-                  "height:=120")
+
+    def stereo(frame):  # left eye red, right eye blue
+        half = frame.shape[1] // 2
+        frame[:, :half, 2] = 200
+        frame[:, half:, 0] = 200
+
+    wrist, zed = video("wrist", (320, 240), red), video("zed", (640, 180), stereo)
+    proc = _start("camera_node", f"sources:=wrist={wrist},exterior_1={zed}", "loop:=true", "rate_hz:=10.0")
     node = rclpy.create_node("camera_test", context=ros_context)
-    got = []
-    node.create_subscription(Image, "/cameras/wrist/image_raw", got.append, LOCKSTEP)
+    got, eyes = [], []
+    node.create_subscription(Image, "/cameras/wrist/image_raw", lambda m: got.append((time.time(), m)), LOCKSTEP)
+    node.create_subscription(Image, "/cameras/exterior_1/image_raw", eyes.append, LOCKSTEP)
     try:
-        assert spin_until(node, lambda: len(got) >= 5, 30), _stop(proc)
+        assert spin_until(node, lambda: len(got) >= 5 and len(eyes) >= 5, 30), _stop(proc)
     finally:
         node.destroy_node()
         _stop(proc)
-    rgb = fr3.read_image(got[-1])
-    assert rgb.shape == (120, 160, 3) and got[-1].encoding == "bgr8"
-    assert rgb[60, 80, 0] > 150 and rgb[60, 80, 2] < 80  # red came through as red
+    arrived, msg = got[-1]
+    rgb = fr3.read_image(msg)
+    assert rgb.shape == (240, 320, 3) and msg.encoding == "bgr8"
+    assert rgb[120, 160, 0] > 150 and rgb[120, 160, 2] < 80  # red came through as red
+    assert 0 <= arrived - (msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9) < 0.5
+    left = fr3.read_image(eyes[-1])
+    assert left.shape == (180, 320, 3) and left[90, 300, 0] > 150 and left[90, 300, 2] < 80  # the left eye only
     bad = subprocess.run([graph.executable_path("camera_node"), "--ros-args", "-p", "sources:=wrist=/dev/nonexistent"],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "camera 'wrist': cannot open '/dev/nonexistent'" in bad.stderr
+    bad = subprocess.run([graph.executable_path("camera_node"), "--ros-args", "-p", f"sources:=wrist={wrist}",
+                          "-p", "stereo:=right"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "stereo must be one of auto, left, none" in bad.stderr
 
 
 def test_the_policy_node_reads_every_camera_encoding_with_row_padding():

@@ -127,14 +127,18 @@ def test_twin_axis_launch_files_and_the_sim_argument(repo, name):
     axis = name.split("_")[0]
     assert pm.parameters["campaign"] == f"campaigns/twin_{axis}_oracle.yaml"  # scale_axis extends stack_axis
     mock = {n.name: n for n in module.describe(sim="false")}
-    assert list(mock) == ["policy_server", "fr3_runner", "fr3_stand_in", "policy_node", "recorder", "scorer",
-                          "progression_manager"]
+    assert list(mock) == ["policy_server", "fr3_runner", "fr3_stand_in", "fr3_cameras", "policy_node", "recorder",
+                          "scorer", "progression_manager"]
     assert mock["recorder"].parameters["split_mb"] == 1024.0
+    assert mock["recorder"].parameters["robot"] == "fr3_robotiq_zed"  # its exclusions of the cell's raw streams
+    assert mock["fr3_runner"].parameters["recovery"] == "stand_in"
+    assert mock["progression_manager"].parameters["max_aborts_per_trial"] == 3
     assert "recorder" not in {n.name for n in module.describe(sim="false", record="false")}
     assert mock["policy_node"].parameters["robot"] == "fr3_robotiq_zed" and mock["policy_node"].parameters["privileged"]
     assert mock["progression_manager"].parameters["campaign"] == f"campaigns/fr3_{axis}_oracle.yaml"  # when: not sim
     real = {n.name: n for n in module.describe(sim="false", robot="real")}
-    assert "fr3_stand_in" not in real and "sim_bridge" not in real
+    assert "fr3_stand_in" not in real and "fr3_cameras" not in real and "sim_bridge" not in real
+    assert real["fr3_runner"].parameters["recovery"] == "franka"
     assert real["policy_node"].parameters["privileged"] is False  # no privileged state on a robot
     assert module.describe(sim="false", campaign="c.yaml")[-1].parameters["campaign"] == "c.yaml"
 

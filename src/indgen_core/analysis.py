@@ -44,6 +44,9 @@ class CampaignSummary:
     checks: dict[tuple[str, int], dict[str, int]] = field(default_factory=dict)
     #: (policy, level) -> what the person did (store.operator_counts), for campaigns with labels
     operator: dict[tuple[str, int], dict[str, int]] = field(default_factory=dict)
+    #: (policy, level) -> episodes the robot's own safety stopped during the policy's motion
+    #: (a reflex: ended and labelled, not re-run), by the outcome they were labelled with
+    robot_stops: dict[tuple[str, int], dict[str, int]] = field(default_factory=dict)
 
     @property
     def black_box(self) -> bool:
@@ -88,7 +91,12 @@ def summarize(store: ResultsStore, campaign_id: str, confidence: float = stats.D
     invalid = [{"trial_id": r.trial_id, "policy": r.policy, "level": r.level, "reason": r.reason}
                for r in store.rows(campaign_id) if r.outcome == "invalid"]
     checks: dict[tuple[str, int], dict[str, int]] = {}
+    robot_stops: dict[tuple[str, int], dict[str, int]] = {}
     for policy, level, outcome, details in store.result_details(campaign_id):
+        if details.get("robot_stop"):
+            entry = robot_stops.setdefault((policy, level), {"stops": 0})
+            entry["stops"] += 1
+            entry[outcome] = entry.get(outcome, 0) + 1
         flags = {k: v for k, v in details.items() if isinstance(v, bool)}
         if flags and outcome in ("success", "failure", "timeout"):
             entry = checks.setdefault((policy, level), {"n": 0})
@@ -98,4 +106,4 @@ def summarize(store: ResultsStore, campaign_id: str, confidence: float = stats.D
     operator = store.operator_counts(campaign_id)
     if not any(c["labelled"] or c["skipped"] or c["redone"] for c in operator.values()):
         operator = {}
-    return CampaignSummary(record, curves, comparisons, invalid, threshold, checks, operator)
+    return CampaignSummary(record, curves, comparisons, invalid, threshold, checks, operator, robot_stops)

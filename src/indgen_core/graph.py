@@ -294,8 +294,12 @@ def _ament_prefixes() -> list[str]:
     return [p for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
 
 
-def launch_description(profile_name: str):
-    """The launch_ros description of a profile (for `ros2 launch indgen <profile>.launch.py`)."""
+def launch_description(profile_name: str, defaults: dict[str, str] | None = None,
+                       extra_arguments: dict[str, tuple[str, str]] | None = None, before=None):
+    """The launch_ros description of a profile (for `ros2 launch indgen <profile>.launch.py`).
+    `defaults` replace some arguments' defaults, `extra_arguments` (name -> (default,
+    description)) are declared beside the profile's, and `before(context)` returns actions
+    started ahead of the graph (launch/fr3_cell.launch.py: the real cell's bring-up)."""
     from launch import LaunchDescription
     from launch.actions import DeclareLaunchArgument, EmitEvent, ExecuteProcess, OpaqueFunction, RegisterEventHandler
     from launch.event_handlers import OnProcessExit
@@ -305,8 +309,12 @@ def launch_description(profile_name: str):
     from launch_ros.parameter_descriptions import ParameterValue
 
     profile = load_profile(profile_name)
-    declared = [DeclareLaunchArgument(name, default_value=str(arg.default), description=arg.description)
+    defaults = defaults or {}
+    declared = [DeclareLaunchArgument(name, default_value=str(defaults.get(name, arg.default)),
+                                      description=arg.description)
                 for name, arg in profile.spec.arguments.items()]
+    declared += [DeclareLaunchArgument(name, default_value=default, description=description)
+                 for name, (default, description) in (extra_arguments or {}).items()]
 
     def spawn(context):
         overrides = {name: LaunchConfiguration(name).perform(context) for name in profile.spec.arguments}
@@ -330,4 +338,5 @@ def launch_description(profile_name: str):
                                                                   on_exit=[EmitEvent(event=Shutdown())])))
         return actions
 
-    return LaunchDescription([*declared, OpaqueFunction(function=spawn)])
+    first = [OpaqueFunction(function=before)] if before is not None else []
+    return LaunchDescription([*declared, *first, OpaqueFunction(function=spawn)])

@@ -90,6 +90,7 @@ def summary_json(summaries: Sequence[CampaignSummary]) -> dict[str, Any]:
                              "ci": list(cmp.interval), "p_value": cmp.p_value} for a, b, cmp in s.comparisons],
             "invalid_trials": s.invalid,
             "operator": [{"policy": p, "level": k, **c} for (p, k), c in sorted(s.operator.items())],
+            "robot_stops": [{"policy": p, "level": k, **c} for (p, k), c in sorted(s.robot_stops.items())],
         })
     return {"campaigns": out}
 
@@ -155,6 +156,17 @@ def markdown(summaries: Sequence[CampaignSummary], plot_names: Sequence[str], im
                       "| policy | k | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
             for (policy, level), entry in sorted(s.operator.items()):
                 lines.append(f"| {policy} | {level} | " + " | ".join(str(entry[n]) for n in names) + " |")
+            lines.append("")
+        if s.robot_stops:
+            lines += ["### Robot stops per level", "",
+                      "(the robot's own safety stopped the policy's motion, a reflex: the episode ended and was "
+                      "labelled by the person, counted as labelled, never re-run)", "",
+                      "| policy | k | stops | labelled failure | labelled success | other |",
+                      "|---|---|---|---|---|---|"]
+            for (policy, level), entry in sorted(s.robot_stops.items()):
+                other = entry["stops"] - entry.get("failure", 0) - entry.get("success", 0)
+                lines.append(f"| {policy} | {level} | {entry['stops']} | {entry.get('failure', 0)} | "
+                             f"{entry.get('success', 0)} | {other} |")
             lines.append("")
         if s.invalid:
             lines += ["### Invalid setups (not scored)", ""]

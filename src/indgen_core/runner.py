@@ -68,14 +68,17 @@ def run_campaign(store: ResultsStore, campaign_id: str, execute: Executor, progr
                  max_consecutive_aborts: int = 5, abort_backoff_s: float = 1.0,
                  commit: Callable[[TrialResult], bool] | None = None,
                  should_stop: Callable[[], bool] | None = None,
-                 on_wait: Callable[[str, float], None] | None = None) -> RunSummary:
+                 on_wait: Callable[[str, float], None] | None = None,
+                 max_aborts_per_trial: int = 0) -> RunSummary:
     """Run the pending trials in plan order until none is left (or `should_stop()`).
 
     `commit(result)` records a result and says whether it was final (default: straight into
     the store; the ROS progression manager hands it to the scorer and waits for the commit).
     After an aborted attempt the trial runs again after a backoff (reported through
     `on_wait`); with max_consecutive_aborts > 0 the campaign stops after that many in a row,
-    with 0 it keeps waiting (the world or policy server will come back).
+    with 0 it keeps waiting (the world or policy server will come back). With
+    max_aborts_per_trial > 0 a trial aborted that many times in this run stops the campaign: on
+    a real robot a fault that keeps coming back needs a person.
     """
     record = store.campaign(campaign_id)
     rule = campaign_mod.adaptive_rule(record)
@@ -85,6 +88,7 @@ def run_campaign(store: ResultsStore, campaign_id: str, execute: Executor, progr
     should_stop = should_stop or (lambda: False)
     store.set_status(campaign_id, "running")
     aborts = 0
+    trial_aborts: dict[str, int] = {}
     while not should_stop():
         trial, skipped = next_trial(store, record, rule)
         summary.skipped += skipped
@@ -111,6 +115,12 @@ def run_campaign(store: ResultsStore, campaign_id: str, execute: Executor, progr
             continue
         summary.aborted_attempts += 1
         aborts += 1
+        trial_aborts[trial.trial_id] = trial_aborts.get(trial.trial_id, 0) + 1
+        if max_aborts_per_trial and trial_aborts[trial.trial_id] >= max_aborts_per_trial:
+            message = (f"trial {trial.trial_id} was aborted {max_aborts_per_trial} times, the last because "
+                       f"{result.reason}; fix the cause and resume the campaign ({campaign_id})")
+            store.set_status(campaign_id, "waiting", message)
+            raise TooManyAborts(f"campaign '{campaign_id}' stopped: {message}")
         if max_consecutive_aborts and aborts >= max_consecutive_aborts:
             store.set_status(campaign_id, "waiting", f"{aborts} aborted attempts in a row: {result.reason}")
             raise TooManyAborts(f"campaign '{campaign_id}' stopped after {aborts} aborted attempts in a row "

@@ -446,6 +446,12 @@ class ResultsStore:
             args.append(trial_id)
         return [dict(r) for r in self._db.execute(q + " ORDER BY id", args)]
 
+    def attempts(self, campaign_id: str) -> list[dict[str, Any]]:
+        """Every recorded attempt of every trial, aborted ones included, in the order they came:
+        trial_id, outcome, reason."""
+        query = "SELECT trial_id, outcome, reason FROM attempts WHERE campaign_id=? ORDER BY id"
+        return [{"trial_id": t, "outcome": o, "reason": r} for t, o, r in self._db.execute(query, (campaign_id,))]
+
     def attempt_count(self, campaign_id: str, trial_id: str) -> int:
         """How many results (aborted ones included) were recorded for a trial."""
         return self._db.execute("SELECT COUNT(*) FROM attempts WHERE campaign_id=? AND trial_id=?",

@@ -39,6 +39,7 @@ class Trajectory:
         self.dq = np.vstack([np.asarray(dq0, float), *(np.asarray(p.velocities, float) if p.velocities is not None
                                                          else np.zeros_like(self.q[0]) for p in points)])
         self.cubic = np.array(cubic)
+        self._coefficients: list[tuple | None] = [None] * len(points)
 
     @classmethod
     def at_rest(cls, now: float, q: np.ndarray) -> Trajectory:
@@ -53,6 +54,21 @@ class Trajectory:
     def final(self) -> np.ndarray:
         return self.q[-1].copy()
 
+    def _segment(self, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Coefficients (c0, c1, c2, c3) of segment i's polynomial in s, computed once: a
+        controller model samples the same segment hundreds of times."""
+        if self._coefficients[i] is None:
+            h = self.times[i + 1] - self.times[i]
+            q0, q1 = self.q[i], self.q[i + 1]
+            if not self.cubic[i]:
+                zero = np.zeros_like(q0)
+                self._coefficients[i] = (q0, (q1 - q0) / h, zero, zero)
+            else:
+                v0, v1 = self.dq[i], self.dq[i + 1]
+                self._coefficients[i] = (q0, v0, (3 * (q1 - q0) - (2 * v0 + v1) * h) / h**2,
+                                         (2 * (q0 - q1) + (v0 + v1) * h) / h**3)
+        return self._coefficients[i]
+
     def sample(self, now: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Reference (position, velocity, acceleration) at wall time `now`."""
         t = now - self.start_time
@@ -61,13 +77,6 @@ class Trajectory:
         if t >= self.times[-1]:
             return self.q[-1].copy(), np.zeros_like(self.q[0]), np.zeros_like(self.q[0])
         i = int(np.searchsorted(self.times, t, side="right")) - 1
-        h = self.times[i + 1] - self.times[i]
         s = t - self.times[i]
-        q0, q1 = self.q[i], self.q[i + 1]
-        if not self.cubic[i]:
-            v = (q1 - q0) / h
-            return q0 + v * s, v, np.zeros_like(v)
-        v0, v1 = self.dq[i], self.dq[i + 1]
-        a2 = (3 * (q1 - q0) - (2 * v0 + v1) * h) / h**2
-        a3 = (2 * (q0 - q1) + (v0 + v1) * h) / h**3
-        return (q0 + v0 * s + a2 * s**2 + a3 * s**3, v0 + 2 * a2 * s + 3 * a3 * s**2, 2 * a2 + 6 * a3 * s)
+        c0, c1, c2, c3 = self._segment(i)
+        return c0 + s * (c1 + s * (c2 + s * c3)), c1 + s * (2 * c2 + 3 * s * c3), 2 * c2 + 6 * c3 * s

@@ -1,9 +1,10 @@
-"""`indgen console` (registered through the `indgen.commands` entry point)."""
+"""`indgen console` and `indgen bringup` (registered through the `indgen.commands` entry point)."""
 
 from __future__ import annotations
 
 import argparse
 import getpass
+from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,3 +35,41 @@ def cmd_console(args: argparse.Namespace) -> int:
     finally:
         link.close()
         rclpy.try_shutdown()
+
+
+def register_bringup(sub: argparse._SubParsersAction) -> None:
+    from indgen_robot.bringup import CELL_ARGUMENTS
+
+    p = sub.add_parser("bringup", help="print the real cell's bring-up on ROS 2 Jazzy as commands to run",
+                       description="The commands that bring a real cell up on a sourced ROS 2 Jazzy install "
+                       "(franka_ros2, the Robotiq on its own namespaced controller manager, the ZED wrappers), one "
+                       "per terminal, "
+                       "in order, for the robot configuration given; launch/fr3_cell.launch.py starts the same steps "
+                       "and IndGen's graph in one `ros2 launch`. Nothing is started here.")
+    p.add_argument("robot", nargs="?", default="fr3_robotiq_zed", help="robot configuration (config/robots/NAME.yaml "
+                   "or a path)")
+    for name, (default, description) in CELL_ARGUMENTS.items():
+        p.add_argument(f"--{name.replace('_', '-')}", default=default, help=description)
+    p.add_argument("--installed", action="store_true", help="name IndGen's files where a colcon install puts them "
+                   "($(ros2 pkg prefix indgen)/share/indgen/config/robots) instead of where they are here")
+    p.set_defaults(func=cmd_bringup)
+
+
+def cmd_bringup(args: argparse.Namespace) -> int:
+    from indgen_core.robot_config import load_robot_config, robot_config_path
+    from indgen_robot.bringup import CELL_ARGUMENTS, IncludeLaunch, cell_steps, shell_commands
+
+    config = load_robot_config(args.robot)
+    values = {name: getattr(args, name) for name in CELL_ARGUMENTS}
+    folder = robot_config_path(args.robot).parent.resolve()
+    if args.installed:
+        folder = Path("$(ros2 pkg prefix indgen)/share/indgen/config/robots")
+    steps = cell_steps(config, folder, values)
+    print(f"# the bring-up of '{config.name}' on ROS 2 Jazzy: one terminal per command, in order (unverified on "
+          "hardware)")
+    for step, command in zip(steps, shell_commands(steps), strict=True):
+        kind = "launch" if isinstance(step, IncludeLaunch) else "node"
+        print(f"# {step.what} ({kind})\n{command}")
+    print("# then IndGen: ros2 launch indgen stack_axis.launch.py sim:=false robot:=real ... (or `indgen launch` with "
+          "the same arguments), and `indgen console` beside it")
+    return 0

@@ -1,23 +1,28 @@
 """What the FR3 runner sends the arm's trajectory controller, and why it can never be garbage.
 
 DROID's semantics: a normalised joint velocity v (7 values in [-1, 1]) asks each joint to
-move 0.2 v rad in one 15 Hz tick (3 v rad/s). Streaming that as raw position steps makes
-libfranka reflex; the runner instead sends, each tick, a short JointTrajectory that the
-controller interpolates at its own rate (1 kHz on franka_ros2), from where its reference is:
+move 0.2 v rad in one 15 Hz tick (3 v rad/s), from where the arm is measured to be (DROID
+commands q_measured + 0.2 v). Streaming raw position steps makes libfranka reflex; the runner
+instead sends, each tick, a short JointTrajectory that the controller interpolates at its own
+rate (1 kHz on franka_ros2). ros2_controllers' JointTrajectoryController starts every new
+trajectory from the **measured** state, and so does every segment here:
 
-    point 1 (a look-ahead H):  q_ref + v_cmd H   at velocity v_cmd
+    point 1 (a look-ahead H):  q_meas + v_cmd H   at velocity v_cmd
     point 2 (the stop):        v_cmd decays to 0 at the allowed deceleration
 
-v_cmd is DROID's velocity limited to a fraction of the robot's velocity limits, changed by at
-most what the allowed acceleration permits (the controller's cubic spline then stays within
-it: its peak acceleration is 4 |dv| / H), and slowed wherever the stop point would come
-closer to a position limit than the margin. The next tick's segment replaces this one after
-one tick, so the arm moves at v_cmd: 0.2 v rad per tick, as DROID asks. The look-ahead (3
-ticks by default) is what makes that robust: the controller starts a segment a few
-milliseconds after the runner planned it, from a reference that has moved on by v dt, and
-the spline's acceleration error from that is 6 v dt / H^2 (1 rad/s and 5 ms: 6.8 rad/s^2 over
-one tick, 0.75 over three). Because every segment ends at rest, a
-tick whose command does not come simply lets the arm finish decelerating: a runner that
+v_cmd is DROID's velocity limited to a fraction of the robot's velocity limits, changed from
+the measured velocity by at most what the allowed acceleration permits (the controller's cubic
+spline then stays within it: its peak acceleration is 4 |dv| / H), and slowed wherever the stop
+point would come closer to a position limit than the margin. The next tick's segment replaces
+this one after one tick, so the arm moves at v_cmd: 0.2 v rad per tick, as DROID asks.
+
+The bound. Because each segment starts at the measured arm, the controller's reference can
+lead a blocked arm only by the motion of one segment before the next re-bases it: v_cmd is
+capped at max_lead / (lead_ticks x period) per joint, so the lead stays within max_lead
+(robot configuration) even for a segment half a tick late, and the PD pushes a blocked joint
+with at most p x max_lead. The controller's path tolerance (= max_lead) holds the arm if
+anything else (a dead runner) lets the reference run further. Because every segment ends at
+rest, a tick whose command does not come lets the arm finish decelerating: a runner that
 stops, crashes or loses its policy leaves the arm still, never moving on.
 
 A command is refused (the runner holds) unless it has 7 finite velocities in [-1, 1] and a
@@ -35,11 +40,11 @@ from indgen_core.trajectory import Point
 
 MIN_STOP_S = 0.1
 #: a hold (e-stop, lost policy, end of episode) stops over at least this long. A hold comes at
-#: any moment, often when the machine is busiest, and the controller starts it from where its
-#: reference has moved on meanwhile: started d late, the stop's spline asks 6 v d / T^2 more
-#: acceleration than planned. Over T >= 0.4 s a hold that arrives 0.2 s late stays under
-#: franka's acceleration limits (test_fr3_control); the arm travels at most v * 0.2 s more.
-HOLD_MIN_S = 0.4
+#: any moment, often when the machine is busiest, and the controller starts it from where the
+#: arm has moved on meanwhile: started d late, the stop's spline asks 6 v d / T^2 more
+#: acceleration than planned. Over T >= 0.5 s a hold that arrives 0.2 s late stays under 80% of
+#: libfranka's acceleration limits (test_fr3_control); the arm travels at most v T / 2 + v d.
+HOLD_MIN_S = 0.5
 
 
 class RefusedCommand(ValueError):
@@ -71,7 +76,11 @@ class CommandGate:
         self.lookahead = config.control.lookahead_ticks * self.period
         self.lower = np.array(arm.lower) + arm.position_margin
         self.upper = np.array(arm.upper) - arm.position_margin
-        self.v_max = np.array(arm.velocity_limits) * arm.velocity_fraction
+        #: rad/s: a fraction of the robot's limits, and slow enough that one tick of motion
+        #: (times lead_ticks) stays within max_lead (the bound, module docstring)
+        self.lead_bound = np.array(arm.max_lead)
+        self.v_max = np.minimum(np.array(arm.velocity_limits) * arm.velocity_fraction,
+                                self.lead_bound / (arm.lead_ticks * self.period))
         self.a_max = np.array(arm.acceleration_limits) * arm.acceleration_fraction
         self.gripper_closed = config.gripper.closed
         #: rad/s at DROID velocity 1 (0.2 rad per tick)
@@ -91,34 +100,35 @@ class CommandGate:
         stop = max(float(np.max(np.abs(v) / self.a_max)), least)
         return Point(after + stop, np.clip(q + v * stop / 2, self.lower, self.upper), np.zeros(7))
 
-    def stream(self, q_ref: np.ndarray, dq_ref: np.ndarray, velocity: np.ndarray) -> tuple[list[Point], np.ndarray]:
+    def stream(self, q: np.ndarray, dq: np.ndarray, velocity: np.ndarray) -> tuple[list[Point], np.ndarray]:
         """The segment for one tick of DROID velocity `velocity` (already checked), from the
-        controller's reference (q_ref, dq_ref). Returns the points and the commanded velocity."""
-        q_ref = np.clip(np.nan_to_num(q_ref), self.lower, self.upper)
-        dq_ref = np.clip(np.nan_to_num(dq_ref), -self.v_max, self.v_max)
+        measured arm (q, dq). Returns the points and the commanded velocity."""
+        q = np.clip(np.nan_to_num(q), self.lower, self.upper)
+        dq = np.clip(np.nan_to_num(dq), -self.v_max, self.v_max)
         want = np.clip(velocity * self.droid_gain, -self.v_max, self.v_max)
         dv = self.a_max * self.lookahead / 4  # the spline's peak acceleration is 4 dv / H
-        v = np.clip(want, dq_ref - dv, dq_ref + dv)
-        up, down = self._braking_limit(q_ref)
+        v = np.clip(want, dq - dv, dq + dv)
+        up, down = self._braking_limit(q)
         v = np.clip(v, -down, up)
-        q1 = np.clip(q_ref + v * self.lookahead, self.lower, self.upper)
+        q1 = np.clip(q + v * self.lookahead, self.lower, self.upper)
         return [Point(self.lookahead, q1, v), self.stop_points(q1, v, after=self.lookahead)], v
 
-    def hold(self, q_ref: np.ndarray, dq_ref: np.ndarray) -> list[Point]:
-        """Come to rest as soon as the allowed deceleration permits, from the reference."""
-        q_ref = np.clip(np.nan_to_num(q_ref), self.lower, self.upper)
-        dq_ref = np.clip(np.nan_to_num(dq_ref), -self.v_max, self.v_max)
-        return [self.stop_points(q_ref, dq_ref, least=HOLD_MIN_S)]
+    def hold(self, q: np.ndarray, dq: np.ndarray) -> list[Point]:
+        """Come to rest as soon as the allowed deceleration permits, from the measured arm."""
+        q = np.clip(np.nan_to_num(q), self.lower, self.upper)
+        dq = np.clip(np.nan_to_num(dq), -self.v_max, self.v_max)
+        return [self.stop_points(q, dq, least=HOLD_MIN_S)]
 
-    def move_to(self, q_ref: np.ndarray, dq_ref: np.ndarray, goal: np.ndarray, max_speed: float) -> list[Point]:
-        """One smooth segment to `goal` at rest (the reset), no faster than max_speed (rad/s)
-        and the allowed acceleration."""
-        q_ref = np.clip(np.nan_to_num(q_ref), self.lower, self.upper)
+    def move_to(self, q: np.ndarray, goal: np.ndarray, max_speed: float) -> list[Point]:
+        """One smooth segment from the measured arm, at rest, to `goal` at rest (the reset), no
+        faster than max_speed (rad/s) and the allowed acceleration (a rest-to-rest cubic over T
+        peaks at 1.5 d / T in velocity and 6 d / T^2 in acceleration)."""
+        q = np.clip(np.nan_to_num(q), self.lower, self.upper)
         goal = np.clip(goal, self.lower, self.upper)
-        distance = float(np.max(np.abs(goal - q_ref)))
+        distance = np.abs(goal - q)
         speed = np.minimum(self.v_max, max_speed)
-        duration = max(float(np.max(1.5 * np.abs(goal - q_ref) / speed)),
-                       float(np.max(np.sqrt(6 * np.abs(goal - q_ref) / self.a_max))), 0.5 if distance > 1e-4 else 0.1)
+        duration = max(float(np.max(1.5 * distance / speed)), float(np.max(np.sqrt(6 * distance / self.a_max))),
+                       0.5 if distance.max() > 1e-4 else 0.1)
         return [Point(duration, goal, np.zeros(7))]
 
     def gripper(self, droid_gripper: float) -> float:

@@ -24,6 +24,8 @@ class TickTimer:
         self.periods: list[float] = []
         self.round_trips: list[float] = []
         self.latencies: list[float] = []
+        #: the arm state's age (by its stamp) at each tick's check: its margin to the fault limit
+        self.state_ages: list[float] = []
 
     def tick(self, t: float) -> None:
         if self._last is not None:
@@ -38,6 +40,10 @@ class TickTimer:
     def miss(self) -> None:
         self.missed += 1
 
+    def state_age(self, age: float) -> None:
+        if np.isfinite(age):
+            self.state_ages.append(age)
+
     def rate_hz(self) -> float:
         recent = self.periods[-15:]
         return float(1.0 / np.mean(recent)) if recent else 0.0
@@ -49,4 +55,5 @@ class TickTimer:
                 "jitter_ms": round(float(periods.std()), 3) if len(periods) else None,
                 "command_latency_ms": _percentiles(self.latencies),
                 "policy_round_trip_ms": _percentiles(self.round_trips),
+                "arm_state_age_ms": _percentiles(self.state_ages),
                 "round_trips_ms": [round(x * 1000, 3) for x in self.round_trips]}

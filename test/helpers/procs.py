@@ -20,3 +20,17 @@ class LoggedProcess(subprocess.Popen):
 
     def output(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+
+def stop(proc: subprocess.Popen, timeout: float = 15.0) -> str:
+    """Stop a node as its launcher would (SIGINT, then a kill after `timeout`); what it printed."""
+    import signal
+
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.output() if isinstance(proc, LoggedProcess) else ""

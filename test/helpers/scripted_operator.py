@@ -65,7 +65,7 @@ class ScriptedOperator:
     def _maybe_end(self):
         """Like a person pressing space once the task is visibly done (the stand-in's check)."""
         s = self.stand_in
-        if (self.end_when_placed and s.get("placed") and s.get("scene") == self._scene
+        if (self.end_when_placed and s.get("placed") and s.get("scenes") == self._scene
                 and self._scene not in self.ended):
             reply = self._call(self.end, self.Trigger.Request(), 2.0)
             if reply is not None and reply.success:
@@ -117,7 +117,7 @@ class ScriptedOperator:
             if prompt.kind == self.Prompt.KIND_SETUP:
                 if self.build:
                     self._call(self.scene, self.Trigger.Request())
-                    self._scene = self.stand_in.get("scene", 0) + 1  # the scene just built
+                    self._scene = self.stand_in.get("scenes", 0) + 1  # the scene just built
                 request.response, kind = self.Ack.Request.RESPONSE_DONE, "setup"
             elif prompt.kind == self.Prompt.KIND_LABEL:
                 label = self._next_label(prompt)

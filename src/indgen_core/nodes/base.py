@@ -107,10 +107,56 @@ def guarded(node: Node, callback: Callable, what: str) -> Callable:
     return safe
 
 
-def subscribe(node: Node, msg_type, topic: str, callback: Callable, qos, **kwargs):
-    """node.create_subscription, guarded (see the module docstring)."""
-    return node.create_subscription(msg_type, topic, guarded(node, callback, f"{msg_type.__name__} on {topic}"),
-                                    qos, **kwargs)
+def subscribe(node: Node, msg_type, topic: str, callback: Callable, qos, with_info: bool = False, **kwargs):
+    """node.create_subscription, guarded (see the module docstring). With `with_info` the
+    callback also gets rclpy's message info (a dict: source_timestamp, received_timestamp in
+    ns, ...)."""
+    safe = guarded(node, callback, f"{msg_type.__name__} on {topic}")
+    # rclpy passes the message info to a callback that takes two arguments, which `safe(*args)`
+    # would appear to: the lambdas give it the arity wanted
+    if with_info:
+        return node.create_subscription(msg_type, topic, lambda msg, info: safe(msg, info), qos,  # noqa: PLW0108
+                                        **kwargs)
+    return node.create_subscription(msg_type, topic, lambda msg: safe(msg), qos, **kwargs)  # noqa: PLW0108
+
+
+#: a subscription every publisher matches: DDS pairs a best-effort, volatile reader with
+#: reliable and best-effort, volatile and transient-local writers alike (a reliable or
+#: transient-local reader never matches a best-effort or volatile writer; rclpy only logs an
+#: incompatible-QoS warning). It gets no history, so `subscribe_any` adds a transient-local
+#: reader for the last sample a latching writer kept.
+ANY_PUBLISHER = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT,
+                           durability=DurabilityPolicy.VOLATILE, history=HistoryPolicy.KEEP_LAST)
+
+
+def subscribe_any(node: Node, msg_type, topic: str, callback: Callable, **kwargs) -> list:
+    """Subscribe `topic` so that any publisher's QoS matches (ANY_PUBLISHER, plus LATCHED for
+    what a latching publisher kept). A message can arrive on both: `callback(msg, info)` gets
+    rclpy's message info to tell repeats and old samples by their source timestamp."""
+    return [subscribe(node, msg_type, topic, callback, qos, with_info=True, **kwargs)
+            for qos in (ANY_PUBLISHER, LATCHED)]
+
+
+def threaded_execute(work: Callable):
+    """An ActionServer execute callback that runs `work(goal_handle)` (which blocks for a whole
+    episode) on its own thread and awaits it, so that the node's executor keeps serving the
+    goal's cancel request and the node's services meanwhile (a blocking execute callback on a
+    SingleThreadedExecutor holds every other callback of the node until it returns)."""
+    from rclpy.task import Future
+
+    async def execute(goal_handle):
+        done = Future()
+
+        def run():
+            try:
+                done.set_result(work(goal_handle))
+            except BaseException as exc:  # handed to the awaiting callback, which re-raises it
+                done.set_exception(exc)
+
+        threading.Thread(target=run, name="episode", daemon=True).start()
+        return await done
+
+    return execute
 
 
 def serve(node: Node, srv_type, name: str, callback: Callable, **kwargs):
@@ -145,8 +191,12 @@ def run_node(factory: Callable[[], Node], on_ready: Callable[[Node], None] | Non
     def on_signal(signum, _frame):
         if not stop.is_set():
             # a node that cannot shut down cleanly (a callback stuck in rcl, a thread that
-            # never returns) still goes: nothing may outlive its launcher
-            threading.Timer(EXIT_GRACE_S, os._exit, (128 + signum,)).start()
+            # never returns) still goes: nothing may outlive its launcher. A daemon thread: a
+            # node that did shut down cleanly exits at once instead of waiting out the grace
+            # (a non-daemon Timer held every clean exit for EXIT_GRACE_S, then exited 130)
+            deadline = threading.Timer(EXIT_GRACE_S, os._exit, (128 + signum,))
+            deadline.daemon = True
+            deadline.start()
         stop.set()
 
     signal.signal(signal.SIGTERM, on_signal)

@@ -19,6 +19,7 @@ def duration(seconds: float) -> Duration:
 
 
 def seconds(d: Duration) -> float:
+    """A Duration, or a Time stamp (seconds on the wall clock: ages against time.time())."""
     return d.sec + d.nanosec * 1e-9
 
 

@@ -21,12 +21,10 @@ import numpy as np
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
-from indgen_core.specs.droid import CONTROL_HZ, DELTA_PER_TICK
+from indgen_core.specs.droid import GRIPPER_CLOSED_RAD, RAD_PER_S_AT_ONE
 
 ARM_JOINTS = tuple(f"fr3_joint{i}" for i in range(1, 8))
 GRIPPER_JOINT = "robotiq_85_left_knuckle_joint"
-GRIPPER_CLOSED_RAD = 0.8
-RAD_PER_S_AT_ONE = DELTA_PER_TICK * CONTROL_HZ
 
 
 class BadCommand(ValueError):

@@ -94,9 +94,13 @@ class OperatorFlow:
     def label(self, setup: TaskSetup, result: TrialResult) -> TrialResult:
         judged = result.details.get("judged", True)
         auto = result.outcome.name.lower() if judged else ""
-        answer = self.ask(operator.LABEL, setup, f"Label {setup.trial_id} (level {setup.level}): success, failure or "
-                          "invalid setup; a partial score 0-100 is optional.", auto_outcome=auto,
-                          previous_trial_id=self.last_labelled)
+        text = f"Label {setup.trial_id} (level {setup.level}): success, failure or invalid setup; a partial score " \
+               "0-100 is optional."
+        if result.details.get("robot_stop"):  # the robot stopped the motion: the person says whose doing it was
+            auto = "failure (the robot stopped the policy's motion)"
+            text = f"{result.details.get('end', result.reason)} {text} Redo runs the trial again (a fault, not the " \
+                   "policy)."
+        answer = self.ask(operator.LABEL, setup, text, auto_outcome=auto, previous_trial_id=self.last_labelled)
         if answer is None:
             raise StopCampaign("stopped")
         details = {**result.details, "operator": answer.operator, "note": answer.note, "labelled_at": answer.at,

@@ -22,6 +22,8 @@ Parameters:
   server_wait_s (float)     how long to wait for the world's RunEpisode server per attempt
   commit_timeout_s (float)  how long the scorer may take to commit a result
   abort_backoff_s (float)   first wait after an aborted trial (doubles, at most 30x)
+  max_aborts_per_trial (int) a trial aborted this many times stops the campaign with its reason
+                            (0: retry for ever, the world or the policy server will come back)
   world_silence_s (float)   a running episode with no feedback for this long is aborted
   wait_for_operator (bool)  the person is in the loop (real robot): before each trial the world is
                             prepared (/indgen/prepare_trial: the reset) and the setup prompt waits for
@@ -64,7 +66,7 @@ from indgen_core.nodes.base import LATCHED, RELIABLE, declare, run_node, serve, 
 from indgen_core.nodes.operator_flow import OperatorFlow
 from indgen_core.records import Outcome, TrialResult
 from indgen_core.records import TaskSetup as SetupRecord
-from indgen_core.runner import run_campaign
+from indgen_core.runner import TooManyAborts, run_campaign
 from indgen_core.store import ResultsStore
 from indgen_msgs.action import RunEpisode
 from indgen_msgs.msg import CampaignStatus, EpisodeResult, OperatorAnswer, OperatorPrompt, TaskSetup
@@ -78,7 +80,7 @@ class ProgressionManager(Node):
                          episode_timeout_s=600.0, server_wait_s=10.0, commit_timeout_s=30.0, abort_backoff_s=1.0,
                          world_silence_s=5.0, wait_for_operator=False, operator_labels=False, prepare_timeout_s=60.0,
                          prepare_retry_s=5.0, recorder=False, recorder_wait_s=30.0,
-                         exit_when_done=True, axis="", levels="", trials=0, world_options="")
+                         exit_when_done=True, axis="", levels="", trials=0, world_options="", max_aborts_per_trial=0)
         self.store = ResultsStore(self.p["db"] or None)
         self.record = self._plan_or_resume()
         self.key = self.store.campaign_key(self.record.id)
@@ -169,7 +171,13 @@ class ProgressionManager(Node):
             self._status(CampaignStatus.STATE_RUNNING, "started")
             summary = run_campaign(self.store, self.record.id, self._execute, progress=self._progress,
                                    max_consecutive_aborts=0, abort_backoff_s=self.p["abort_backoff_s"],
-                                   commit=self._commit, should_stop=self._stop.is_set, on_wait=self._waiting)
+                                   commit=self._commit, should_stop=self._stop.is_set, on_wait=self._waiting,
+                                   max_aborts_per_trial=self.p["max_aborts_per_trial"])
+        except TooManyAborts as exc:  # a fault that keeps coming back: a person must look
+            self.get_logger().error(str(exc))
+            self._status(CampaignStatus.STATE_FAILED, str(exc))
+            self.request_exit(1)
+            return
         except Exception as exc:  # a broken store, a scorer that never commits: stop safely
             self.get_logger().error(f"campaign {self.record.id} stopped: {exc}")
             self._status(CampaignStatus.STATE_FAILED, str(exc))

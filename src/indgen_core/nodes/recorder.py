@@ -25,6 +25,10 @@ Parameters:
   split_mb (float)     start a new bag when one reaches this size
   flush_s (float)      a chunk reaches the disk at least this often
   exclude (str)        comma-separated topic prefixes not to record (e.g. /cameras/ for a lean bag)
+  robot (str)          a robot configuration whose recorder.exclude prefixes are added (the real cell's
+                       high-rate and raw streams: recording subscribes, and a ZED wrapper computes a
+                       stream only while someone does); its camera topics and merged joint states
+                       are recorded even under an excluded prefix
   steady_s (float)     no new topic this long after the last subscription: steady
 """
 
@@ -43,6 +47,7 @@ from indgen_core import paths, topics
 from indgen_core.bags.writer import BagWriter, UnknownType, qos_of
 from indgen_core.nodes import convert
 from indgen_core.nodes.base import LATCHED, RELIABLE, declare, one_line, run_node, subscribe
+from indgen_core.robot_config import load_robot_config
 from indgen_core.store import ResultsStore
 from indgen_msgs.msg import EpisodeResult, TaskSetup
 
@@ -53,13 +58,21 @@ class Recorder(Node):
     def __init__(self):
         super().__init__("recorder")
         self.p = declare(self, db="", bag_dir="", split_mb=1024.0, flush_s=2.0, exclude="",
-                         steady_s=1.0)
+                         steady_s=1.0, robot="")
         base = Path(self.p["bag_dir"]) if self.p["bag_dir"] else paths.artifacts_dir() / "bags"
         self.name = f"run-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
         self.writer = BagWriter(paths.inside(base, self.name), split_bytes=int(self.p["split_mb"] * 2**20),
                                 flush_s=self.p["flush_s"])
         self.store = ResultsStore(self.p["db"] or None)
         self.exclude = tuple(x.strip() for x in str(self.p["exclude"]).split(",") if x.strip())
+        #: the robot configuration's exclusions, and what is recorded even under them (a user's
+        #: own `exclude` always wins)
+        self.robot_exclude: tuple[str, ...] = ()
+        self.keep: set[str] = set()
+        if self.p["robot"]:
+            robot = load_robot_config(self.p["robot"])
+            self.robot_exclude = tuple(robot.recorder.exclude)
+            self.keep = {*robot.cameras.values(), robot.merged_joint_states} - {""}
         self.recorded: set[tuple[str, str]] = set()
         self.refused: set[str] = set()
         self.trials: dict[tuple[str, str], int] = {}  # (campaign, trial) -> start (ns)
@@ -75,7 +88,8 @@ class Recorder(Node):
 
     def _wanted(self, topic: str, types: list[str]) -> bool:
         return (not topic.startswith(SKIP_PREFIXES) and "/_action/" not in topic and len(types) == 1
-                and not topic.startswith(self.exclude))
+                and not topic.startswith(self.exclude)
+                and (topic in self.keep or not topic.startswith(self.robot_exclude)))
 
     def _discover(self) -> None:
         if self._subscribe_new():

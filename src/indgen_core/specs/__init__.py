@@ -37,6 +37,17 @@ class Spec(abc.ABC):
     def actions(self, reply: dict[str, Any]) -> list[Action]:
         """The world actions of a reply's chunk, validated, at most `horizon` of them."""
 
+    def warmup_observation(self, cameras: list[str]) -> Observation | None:
+        """An observation of the right shapes for a warm-up request (the policy node sends one
+        before the first trial: openpi's server compiles its model on its first request), or
+        None when this spec's servers need none."""
+        return None
+
+
+#: a request carrying this key is a warm-up: answered, never acted on (openpi's transforms
+#: ignore keys they do not read; IndGen's server answers it without calling the policy)
+WARMUP_KEY = "indgen/warmup"
+
 
 def reply_array(reply: dict[str, Any], key: str = "actions", ndim: int = 2, width: int | None = None) -> np.ndarray:
     """reply[key] as a finite float array of shape (chunk, width); BadAction otherwise."""

@@ -20,6 +20,10 @@ from indgen_core.specs import Spec, reply_array
 IMAGE_SIZE = 224
 CONTROL_HZ = 15
 DELTA_PER_TICK = 0.2  # rad a joint moves per tick at normalised velocity 1 (3 rad/s)
+#: IndGen's command topics carry DROID's values in robot units: joint velocities in rad/s (3 rad/s
+#: at normalised velocity 1) and the gripper as a knuckle angle of 0 (open) .. 0.8 rad (closed)
+RAD_PER_S_AT_ONE = DELTA_PER_TICK * CONTROL_HZ
+GRIPPER_CLOSED_RAD = 0.8
 EXTERIOR, WRIST = "exterior_1", "wrist"
 
 
@@ -53,6 +57,12 @@ class DroidSpec(Spec):
         if obs.get("objects"):  # the task, for the simulator's privileged-state policies
             req["privileged/task"] = obs.get("task") or setup.options.get("task") or setup.axis
         return req
+
+    def warmup_observation(self, cameras):
+        """Black frames of every camera the node sends and the arm at zero: pi0.5 compiles for
+        these shapes on its first request."""
+        frame = np.zeros((IMAGE_SIZE, IMAGE_SIZE, 3), np.uint8)
+        return {"joint_position": np.zeros(7), "gripper_position": 0.0, "images": dict.fromkeys(cameras, frame)}
 
     def actions(self, reply):
         arr = reply_array(reply, width=8)

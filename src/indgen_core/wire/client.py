@@ -131,26 +131,27 @@ class RemotePolicy(Policy):
                 self._ws.close()
             self._ws = None
 
-    def infer(self, obs: dict[str, Any]) -> dict[str, Any]:
+    def infer(self, obs: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
         try:
             data = codec.encode(obs)
         except codec.FrameError as exc:
             raise PolicyUnavailable(f"the request cannot be sent: {exc}") from None
-        return self.infer_frame(data)
+        return self.infer_frame(data, timeout)
 
-    def infer_frame(self, data: bytes) -> dict[str, Any]:
+    def infer_frame(self, data: bytes, timeout: float | None = None) -> dict[str, Any]:
         """One request already encoded: a recorded one, sent again byte for byte (`indgen bag
-        replay`). The exchange is kept in last_exchange for the recorder."""
+        replay`). The exchange is kept in last_exchange for the recorder. `timeout` replaces
+        request_timeout for this request (a warm-up compiles for longer)."""
         if self._ws is None:
             self.connect()
+        timeout = self.request_timeout if timeout is None else timeout
         start = time.monotonic()
         try:
             self._ws.send(data)
-            frame = self._ws.recv(timeout=self.request_timeout)
+            frame = self._ws.recv(timeout=timeout)
         except TimeoutError:
             self.close()
-            raise PolicyUnavailable(f"the policy server at {self.uri} did not answer within "
-                                    f"{self.request_timeout:g} s") from None
+            raise PolicyUnavailable(f"the policy server at {self.uri} did not answer within {timeout:g} s") from None
         except Exception as exc:  # connection closed or reset mid-request
             self.close()
             raise PolicyUnavailable(f"lost the policy server at {self.uri}: {_reason(exc)}") from None

@@ -32,6 +32,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.frames import CloseCode
 
 from indgen_core.policy import Policy
+from indgen_core.specs import WARMUP_KEY
 from indgen_core.wire import codec
 
 log = logging.getLogger("indgen.serve")
@@ -119,10 +120,14 @@ class PolicyServer:
                 frame = await websocket.recv()
                 start = time.monotonic()
                 obs = await self._in_pool(codec.decode_dict, frame, self.limits, "request")
-                if self.record_requests:
-                    await self._in_pool(_record, self.record_requests, obs)
                 infer_start = time.monotonic()
-                reply = await asyncio.to_thread(policy.infer, obs)
+                if obs.get(WARMUP_KEY) is not None:  # the policy node's warm-up: a local policy needs none
+                    reply = {"warmup": True}
+                else:
+                    if self.record_requests:
+                        await self._in_pool(_record, self.record_requests, obs)
+                    infer_start = time.monotonic()
+                    reply = await asyncio.to_thread(policy.infer, obs)
                 infer_ms = (time.monotonic() - infer_start) * 1000
                 reply = dict(reply)
                 reply.setdefault("policy_timing", {"infer_ms": infer_ms})

@@ -55,7 +55,7 @@ def prompt_box(model: m.ConsoleModel) -> list[str]:
     if state == m.LABEL:
         lines = [p.text]
         if p.auto_outcome:
-            lines.append(f"The simulator's own check: {p.auto_outcome}")
+            lines.append(f"The world's own judgement: {p.auto_outcome}")
         lines.append(f"partial score: {model.number or '-'}   note: {model.note or '-'}")
         return _box(f"LABEL THE EPISODE  {p.trial_id}", lines, keys)
     if state == m.RELABEL:

@@ -8,7 +8,14 @@ Parameters:
   robot (str)       robot configuration whose camera topics to publish on ("": /cameras/<name>/image_raw)
   rate_hz (float)   frames published per second and camera (the latest frame each time)
   width, height (int)  resize to this size (0: as the camera delivers)
+  stereo (str)      auto: a side-by-side stereo frame (a ZED over UVC gives both eyes in one frame,
+                    2560 x 720 at HD720; zed-open-capture videocapture.cpp: width x 2) is cropped to
+                    its left half, as the ZED wrapper's rgb image is the left eye; left: always crop;
+                    none: never
   loop (bool)       start a video file again at its end (tests, demos)
+
+Each frame is stamped when it was read from the camera, not when it is published, so the
+policy node judges its age by what it shows.
 
 A camera that cannot be opened is one sentence and exit status 2; one that stops delivering
 is reported (throttled) and retried, and publishes nothing meanwhile, so the policy node's
@@ -52,15 +59,33 @@ def bgr_image(frame: np.ndarray, stamp, frame_id: str) -> Image:
     return msg
 
 
+STEREO = ("auto", "left", "none")
+#: width / height from which a frame is two eyes side by side (one eye is 16:9, about 1.78)
+SIDE_BY_SIDE_ASPECT = 3.0
+
+
+def left_eye(frame: np.ndarray, stereo: str) -> np.ndarray:
+    """The left half of a side-by-side stereo frame (stereo `left`, or `auto` on a frame that
+    is at least three times as wide as high); the frame itself otherwise."""
+    height, width = frame.shape[:2]
+    if stereo == "left" or (stereo == "auto" and width >= SIDE_BY_SIDE_ASPECT * height):
+        return frame[:, : width // 2]
+    return frame
+
+
 class Camera:
-    def __init__(self, name: str, source: str, size: tuple[int, int], loop: bool, log):
+    def __init__(self, name: str, source: str, size: tuple[int, int], loop: bool, log, stereo: str = "auto",
+                 clock=None):
         cv2 = require("cv2", "all", "camera_node")
         self.cv2, self.name, self.source, self.size, self.loop, self.log = cv2, name, source, size, loop, log
         self.capture = cv2.VideoCapture(int(source) if source.isdigit() else source)
         if not self.capture.isOpened():
             raise IndGenError(f"camera '{name}': cannot open {source!r} (no such device, file or stream)")
         self.frame: np.ndarray | None = None
+        self.stamp = None
         self.frames = 0
+        self.stereo = stereo
+        self.clock = clock
         self.lock = threading.Lock()
 
     def run(self, stop: threading.Event) -> None:
@@ -76,30 +101,36 @@ class Camera:
                                  throttle_duration_sec=5.0)
                 stop.wait(0.5)
                 continue
+            stamp = self.clock.now().to_msg() if self.clock is not None else None
+            frame = left_eye(frame, self.stereo)
             if self.size[0] and self.size[1]:
                 frame = self.cv2.resize(frame, (self.size[1], self.size[0]), interpolation=self.cv2.INTER_AREA)
             with self.lock:
-                self.frame, self.frames = frame, self.frames + 1
+                self.frame, self.stamp, self.frames = frame, stamp, self.frames + 1
             if self.loop:  # a file plays at its own speed, not as fast as it decodes
                 stop.wait(1.0 / 30)
 
-    def latest(self) -> np.ndarray | None:
+    def latest(self):
+        """(frame, stamp when it was read), or (None, None) when no new frame came."""
         with self.lock:
-            frame, self.frame = self.frame, None
-        return frame
+            frame, stamp, self.frame = self.frame, self.stamp, None
+        return frame, stamp
 
 
 class CameraNode(Node):
     def __init__(self):
         super().__init__("camera_node")
-        self.p = declare(self, sources="", robot="", rate_hz=15.0, width=0, height=0, loop=False)
+        self.p = declare(self, sources="", robot="", rate_hz=15.0, width=0, height=0, loop=False, stereo="auto")
         if self.p["rate_hz"] <= 0:
             raise IndGenError(f"rate_hz must be positive, got {self.p['rate_hz']}")
+        if self.p["stereo"] not in STEREO:
+            raise IndGenError(f"stereo must be one of {', '.join(STEREO)}, got {self.p['stereo']!r}")
         named = camera_topics_of(self.p["robot"])
         self.stop = threading.Event()
         self.cameras = {}
         for name, source in parse_sources(self.p["sources"]).items():
-            camera = Camera(name, source, (self.p["height"], self.p["width"]), self.p["loop"], self.get_logger())
+            camera = Camera(name, source, (self.p["height"], self.p["width"]), self.p["loop"], self.get_logger(),
+                            self.p["stereo"], self.get_clock())
             topic = named.get(name, topics.camera_topic(name))
             self.cameras[name] = (camera, self.create_publisher(Image, topic, LOCKSTEP))
             threading.Thread(target=camera.run, args=(self.stop,), daemon=True, name=f"camera-{name}").start()
@@ -107,9 +138,8 @@ class CameraNode(Node):
         self.create_timer(1.0 / self.p["rate_hz"], self._publish)
 
     def _publish(self) -> None:
-        stamp = self.get_clock().now().to_msg()
         for name, (camera, pub) in self.cameras.items():
-            frame = camera.latest()
+            frame, stamp = camera.latest()
             if frame is not None:
                 pub.publish(bgr_image(frame, stamp, name))
 

@@ -17,10 +17,11 @@ from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray
 
 from indgen_core import topics
-from indgen_core.nodes import fr3
+from indgen_core.nodes import convert, fr3
 from indgen_core.nodes import libero as libero_msgs
 from indgen_core.nodes.base import LOCKSTEP, subscribe
 from indgen_msgs.msg import ControlTick, GridAction, GridObservation, ImageRequest, ObjectPoses
+from indgen_robot.arm_state import BadJointState, ClockCheck, pick
 
 
 class RawImage:
@@ -101,14 +102,20 @@ class LazyImages(collections.abc.Mapping):
         return len(self._messages)
 
 
+def robot_of(name: str):
+    """The robot configuration a policy node reads (None for the twin, which has none)."""
+    if not name:
+        return None
+    from indgen_core.robot_config import load_robot_config
+
+    return load_robot_config(name)
+
+
 def camera_topics_of(robot: str) -> dict[str, str]:
     """Camera name -> topic from a robot configuration (the ZED wrapper's topics on the real
     robot); {} without one (the twin's /cameras/<name>/image_raw)."""
-    if not robot:
-        return {}
-    from indgen_core.robot_config import load_robot_config
-
-    return dict(load_robot_config(robot).cameras)
+    config = robot_of(robot)
+    return dict(config.cameras) if config else {}
 
 
 class Tick:
@@ -140,10 +147,10 @@ class BlockEnvPolicyIO:
         self.pub.publish(msg)
 
 
-IMAGE_QOS = {
-    "reliable": LOCKSTEP,
-    "best_effort": QoSProfile(depth=2, reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST),
-}
+#: a robot's topics from any publisher: best effort matches reliable and best-effort writers
+#: (franka's convenience topics are best effort; a reliable reader would get nothing)
+SENSOR = QoSProfile(depth=2, reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST)
+IMAGE_QOS = {"reliable": LOCKSTEP, "best_effort": SENSOR}
 
 
 class StampedTickIO:
@@ -167,12 +174,18 @@ class StampedTickIO:
         self.on_tick = on_tick
         self.cameras = [c for c in str(node.p.get("cameras", "")).replace(" ", "").split(",") if c]
         self.privileged = bool(node.p.get("privileged", True))
-        self.max_age = {"image": float(node.p.get("max_image_age_s", 1.0)),
-                        "state": float(node.p.get("max_state_age_s", 0.5))}
-        camera_topics = camera_topics_of(node.p.get("robot", ""))
-        image_qos = IMAGE_QOS[node.p.get("image_qos", "reliable")]
+        self.robot = robot_of(node.p.get("robot", ""))
+        control = self.robot.control if self.robot else None
+        #: how old (by header stamp) each kind of part may be on the wall clock; node parameters
+        #: above 0 override the robot configuration's
+        self.max_age = {"image": node.p.get("max_image_age_s", 0.0) or (control.image_max_age_s if control else 1.0),
+                        "state": node.p.get("max_state_age_s", 0.0) or (control.gripper_state_max_age_s if control
+                                                                        else 0.5)}
+        camera_topics = dict(self.robot.cameras) if self.robot else {}
+        image_qos = IMAGE_QOS[self.robot.cameras_qos] if self.robot else LOCKSTEP
+        self.clocks: dict[str, ClockCheck] = {}
         self.pending: collections.OrderedDict[tuple[int, int], dict] = collections.OrderedDict()
-        self.latest: dict[str, tuple[object, float]] = {}
+        self.latest: dict[str, object] = {}
         self.needed: set[str] = set()
         # frames of ticks whose images come on request, by stamp, and who waits for them
         self.frames: collections.OrderedDict[tuple[int, int], dict] = collections.OrderedDict()
@@ -200,7 +213,10 @@ class StampedTickIO:
             self._wall_clock_tick(msg)
             return
         if key != "tick":
-            self.latest[key] = (msg, time.monotonic())
+            self.latest[key] = msg
+            if msg.header.stamp.sec or msg.header.stamp.nanosec:
+                self.clocks.setdefault(key, ClockCheck(self.robot.control.clock_tolerance_s if self.robot else 0.05)) \
+                    .add(convert.seconds(msg.header.stamp), time.time())
         stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec)
         if key.startswith("image/") and stamp in self.asked:
             self._frame(stamp, key, msg)  # the frame of a complete tick, sent because it was asked for
@@ -255,16 +271,22 @@ class StampedTickIO:
             self.frames.clear()
 
     def _wall_clock_tick(self, tick) -> None:
-        parts, now = {"tick": tick}, time.monotonic()
+        """The real robot: the latest sample of every part, each younger than its limit by its
+        own header stamp. An arrival time says nothing of a frame's age: a driver that stalls,
+        buffers or re-sends its last frame delivers old pictures promptly."""
+        parts, now = {"tick": tick}, time.time()
         for key in self.needed - {"tick"}:
-            sample = self.latest.get(key)
+            msg = self.latest.get(key)
             limit = self.max_age["image" if key.startswith("image/") else "state"]
-            if sample is None or now - sample[1] > limit:
-                age = "never received" if sample is None else f"{now - sample[1]:.2f} s old"
-                self.node.get_logger().warning(f"{tick.trial_id} step {tick.step}: {key} is {age}; no command sent",
+            problem = self.clocks[key].problem(key, limit) if key in self.clocks else None
+            age = now - convert.seconds(msg.header.stamp) if msg is not None else float("inf")
+            if problem or msg is None or age > limit:
+                why = problem or (f"{key} never received" if msg is None else
+                                  f"{key} is {age:.2f} s old by its stamp (limit {limit:g} s)")
+                self.node.get_logger().warning(f"{tick.trial_id} step {tick.step}: {why}; no command sent",
                                                throttle_duration_sec=2.0)
                 return
-            parts[key] = sample[0]
+            parts[key] = msg
         self._complete(parts)
 
     def _complete(self, parts: dict) -> None:
@@ -292,19 +314,33 @@ class StampedTickIO:
 
 
 class DroidPolicyIO(StampedTickIO):
-    """The FR3's topics (indgen_core.nodes.fr3)."""
+    """The FR3's topics (indgen_core.nodes.fr3). On the real robot (a robot configuration) the
+    arm's joints come from its broadcaster's own topic and the gripper's from its driver's:
+    franka's joint_state_publisher merges only franka's own sources, so no single topic carries
+    both. The twin publishes both on /joint_states."""
 
     spec = "droid"
 
     def __init__(self, node, on_tick: Callable[[Tick], None]):
         super().__init__(node, on_tick)
-        self.part(JointState, topics.JOINT_STATES, "joints")
+        if self.robot is not None:
+            self.part(JointState, self.robot.arm.state_topic, "arm", SENSOR)
+            self.part(JointState, self.robot.gripper.state_topic, "gripper", SENSOR)
+        else:
+            self.part(JointState, topics.JOINT_STATES, "joints")
         self.arm_pub = node.create_publisher(Float64MultiArray, topics.ARM_VELOCITY_COMMAND, LOCKSTEP)
         self.gripper_pub = node.create_publisher(Float64MultiArray, topics.GRIPPER_COMMAND, LOCKSTEP)
 
     def observation(self, parts: dict) -> dict:
-        q, g = fr3.read_joint_state(parts["joints"])
-        return {"joint_position": q, "gripper_position": g}
+        if self.robot is None:
+            q, g = fr3.read_joint_state(parts["joints"])
+            return {"joint_position": q, "gripper_position": g}
+        try:
+            q, _ = pick(parts["arm"].name, parts["arm"].position, parts["arm"].velocity, self.robot.arm.joints)
+            knuckle, _ = pick(parts["gripper"].name, parts["gripper"].position, [], [self.robot.gripper.joint])
+        except BadJointState as exc:
+            raise fr3.BadCommand(str(exc)) from None
+        return {"joint_position": q, "gripper_position": float(np.clip(knuckle[0] / self.robot.gripper.closed, 0, 1))}
 
     def send(self, tick: Tick, action: dict) -> None:
         self.arm_pub.publish(fr3.arm_command(action["joint_velocity"], tick.sequence))

@@ -19,9 +19,8 @@ Parameters:
                            counts as lost (the trial is aborted, the node reconnects)
   cameras (str)            droid: comma-separated cameras a request needs (exterior_1, wrist; "" none)
   privileged (bool)        droid: wait for the simulator's object poses (sim-only state policies)
-  robot (str)              robot configuration whose camera topics to read (config/robots/; "":
-                           the twin's /cameras/<name>/image_raw)
-  image_qos (str)          reliable (default) or best_effort, as the camera driver publishes
+  robot (str)              robot configuration (config/robots/; "": the twin): the camera topics
+                           and QoS, the arm's and the gripper's own joint state topics, the ages
   image_timeout_s (float)  lock-step sim with images on request: how long a request waits for the
                            tick's frames (none: no command, the world times the tick out)
   image_size (int)         lock-step sim with images on request: the size asked for (0: the
@@ -29,9 +28,11 @@ Parameters:
   publish_exchanges (bool) publish every request and reply, as the bytes that crossed the wire,
                            with their timing on /indgen/policy/exchange (recorded in the bag:
                            `indgen bag replay` and `indgen bag latency` read them)
-  max_image_age_s, max_state_age_s (float)  on the real robot's wall clock, how old the latest
-                           frame and joint state may be for a tick (older: no command, the runner
-                           holds)
+  max_image_age_s, max_state_age_s (float)  on the real robot's wall clock, how old (by its
+                           header stamp) the latest frame and joint state may be for a tick
+                           (older: no command, the runner holds); 0: the robot configuration's
+  warmup_timeout_s (float) how long the warm-up request may take (openpi's server compiles its model
+                           on the first request; the node reports itself connected only after it)
 """
 
 from __future__ import annotations
@@ -50,11 +51,15 @@ from indgen_core.episode import PolicyUnavailable
 from indgen_core.errors import IndGenError
 from indgen_core.nodes import convert
 from indgen_core.nodes.base import LATCHED, declare, one_line, run_node, subscribe
-from indgen_core.specs import BadAction
+from indgen_core.records import TaskSetup as SetupRecord
+from indgen_core.specs import WARMUP_KEY, BadAction
 from indgen_core.wire.client import RemotePolicy, read_api_key
 from indgen_msgs.msg import PolicyExchange, PolicyStatus, TaskSetup
 from indgen_robot.nodes.policy_io import POLICY_IO, Tick
 
+#: the task a warm-up request names (never a trial)
+WARMUP_SETUP = SetupRecord(campaign_id="", trial_id="warm-up", world="", axis="", level=0, in_distribution=True,
+                           parameters=(), trial_index=0, seed=0, policy="", language_instruction="warm up")
 #: requests carry the images: a short queue, so a slow recorder cannot pile them up here
 EXCHANGES = QoSProfile(depth=20, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
 
@@ -64,11 +69,10 @@ class PolicyNode(Node):
         super().__init__("policy_node")
         self.p = declare(self, spec="blockenv", server_uri="ws://127.0.0.1:8000", api_key_file="", action_horizon=0,
                          connect_timeout_s=2.0, reconnect_max_s=5.0, request_timeout_s=30.0, cameras="",
-                         privileged=True, robot="", image_qos="reliable", max_image_age_s=1.0, max_state_age_s=0.5,
-                         image_timeout_s=5.0, image_size=0,
-                         publish_exchanges=True)
-        if self.p["image_qos"] not in ("reliable", "best_effort"):
-            raise IndGenError(f"image_qos must be reliable or best_effort, got {self.p['image_qos']!r}")
+                         privileged=True, robot="", max_image_age_s=0.0, max_state_age_s=0.0, image_timeout_s=5.0,
+                         image_size=0, publish_exchanges=True, warmup_timeout_s=300.0)
+        if self.p["max_image_age_s"] < 0 or self.p["max_state_age_s"] < 0:
+            raise IndGenError("max_image_age_s and max_state_age_s must be positive (0: the robot configuration's)")
         self.spec = registry.make(registry.SPECS, self.p["spec"])
         if self.p["action_horizon"] > 0:
             self.spec.horizon = int(self.p["action_horizon"])
@@ -98,6 +102,7 @@ class PolicyNode(Node):
         # world holds at once instead of running out the chunk
         self.create_timer(0.1, self._watch_connection)
         self._last_status = (False, "connecting", None)
+        self._skip_warmup = False
         threading.Thread(target=self._connect_loop, name="connect", daemon=True).start()
         threading.Thread(target=self._work, name="infer", daemon=True).start()
 
@@ -116,9 +121,31 @@ class PolicyNode(Node):
                 self.get_logger().warning(f"{exc}; retrying", throttle_duration_sec=10.0)
                 continue
             delay = 0.2
+            try:
+                warmed = self._warm_up()
+            except PolicyUnavailable as exc:
+                self._skip_warmup = True  # a server that refuses a warm-up gets none after a reconnect
+                self.get_logger().warning(f"the warm-up request failed ({exc}); reconnecting without one: the first "
+                                          "trial's first request may take long")
+                continue
             self._connected.set()
             self._status(True, "connected", metadata)
-            self.get_logger().info(f"connected to {self.client.uri}")
+            self.get_logger().info(f"connected to {self.client.uri}{warmed}")
+
+    def _warm_up(self) -> str:
+        """One request of the right shapes before the first real one: openpi's server compiles
+        its model on its first request (scripts/serve_policy.py has no warm-up of its own), which
+        takes seconds, longer than a tick may wait. The node reports itself connected only after
+        it; the runner waits for that before an episode's first tick."""
+        obs = None if self._skip_warmup else self.spec.warmup_observation(getattr(self.io, "cameras", []))
+        if obs is None:
+            return ""
+        self._status(False, "warming up the policy server (its first request compiles)")
+        request = self.spec.request(obs, WARMUP_SETUP, 0)
+        request[WARMUP_KEY] = True
+        started = time.monotonic()
+        self.client.infer(request, timeout=self.p["warmup_timeout_s"])
+        return f"; warm-up answered in {time.monotonic() - started:.1f} s"
 
     def _lost(self, reason: str) -> None:
         self._connected.clear()

@@ -1,22 +1,37 @@
-"""fr3_stand_in: the MuJoCo twin on the wall clock behind the FR3's real interfaces (what
-franka_ros2, ros2_controllers, the Robotiq driver and the ZED wrapper give a user), so that
-the real-robot graph (`indgen launch stack_axis sim:=false robot:=mock`) runs unchanged
-against it. Topics and joint names come from the same robot configuration the runner reads.
+"""fr3_stand_in: the FR3 cell (franka_ros2, ros2_control, the Robotiq driver, the ZED wrapper)
+as the real stack behaves, on the real topic names, around the MuJoCo twin on the wall clock,
+so that the real-robot graph (`indgen launch stack_axis sim:=false robot:=mock`) runs
+unchanged against it. The behaviours and their sources are in standin/cell.py (franka,
+controller manager, Robotiq), standin/jtc.py (the trajectory controller) and below:
 
-Publishes /joint_states (arm + knuckle joint, reliable, `joint_state_hz`), one
-sensor_msgs/Image per configured camera (`image_width` x `image_height`, `encoding`, as the
-ZED wrapper does: rendered at `render_width` x `render_height` and scaled up, a CPU cannot
-render HD720 at 15 Hz) and, sim only and marked as such, the objects' poses on
-/indgen/sim/object_poses for the oracle. Subscribes the arm's JointTrajectory topic and the
-gripper's position command. `/indgen/sim/stand_in/build_scene` (std_srvs/Trigger) is the
-person at the robot building the scene of the latest task setup;
-`/indgen/sim/stand_in/recover` is franka's error recovery after a reflex. Its status (reflexes,
-segments taken) is latched on /indgen/sim/stand_in/status (std_msgs/String, JSON), with the twin's own success check
-of the scene as it stands (sim only: what the person at the robot would see).
+- the arm's joint_state_broadcaster on robot.arm.state_topic (franka.launch.py remaps it to
+  franka/joint_states; reliable, SystemDefaultsQoS), at `broadcaster_hz` (the real one runs at
+  the controller manager's 1 kHz), silent while the fault has it deactivated;
+- franka_robot_state_broadcaster's measured_joint_states, best effort (its convenience
+  topics use rclcpp::QoS(1).best_effort()), silent on a fault too;
+- joint_state_publisher merging only franka's own source into robot.merged_joint_states: the
+  URDF's joints only (no Robotiq joint), the last received positions, velocities and efforts
+  republished with a fresh stamp at `joint_state_rate` whether or not the source still talks
+  (joint_state_publisher `ros2`, joint_state_publisher.py source_cb, timer_callback);
+- the Robotiq's own joint_state_broadcaster on robot.gripper.state_topic and its position
+  controller on robot.gripper.command_topic: a franka fault does not touch them;
+- for the cameras, which run in their own process (nodes/fr3_cameras.py, as the ZED wrapper
+  does on the real cell), the scene's state (sim only, /indgen/sim/stand_in/scene_state) at
+  `camera_hz`.
 
-Parameters: robot (robot configuration), builtin (the twin's built-in FR3), joint_state_hz,
-camera_hz, image_width, image_height, render_width, render_height, encoding (bgra8, bgr8,
-rgb8), privileged (publish the object poses).
+Services (std_srvs/Trigger; franka_msgs and controller_manager_msgs are not on PyPI):
+/indgen/sim/stand_in/build_scene (the person builds the latest task setup's scene),
+error_recovery (franka's /action_server/error_recovery), activate_hardware (controller_manager
+set_hardware_component_state active), activate_controllers (switch_controller: the
+broadcasters and the arm controller). Test controls on /indgen/sim/stand_in/inject
+(std_msgs/String, JSON): {"fault": "communication_constraints_violation"},
+{"driver": "crash" | "restart"}, {"contact_thresholds": [7 Nm]},
+{"reset_peaks": true}. Status (JSON, latched) on /indgen/sim/stand_in/status.
+
+Parameters: robot (robot configuration), builtin (the twin's built-in FR3), broadcaster_hz,
+measured_hz, joint_state_rate, gripper_hz, camera_hz (the scene state for the cameras),
+privileged (publish the object poses, sim only), contact_threshold (Nm, every joint; DROID's
+FR3 setting 40).
 """
 
 from __future__ import annotations
@@ -26,74 +41,93 @@ import threading
 import time
 
 import numpy as np
+from rclpy import logging as rclpy_logging
 from rclpy.node import Node
-from sensor_msgs.msg import Image, JointState
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from indgen_core import topics
+from indgen_core.errors import IndGenError
 from indgen_core.nodes import convert, fr3
-from indgen_core.nodes.base import LATCHED, LOCKSTEP, declare, one_line, run_node, serve, subscribe
+from indgen_core.nodes.base import LATCHED, declare, one_line, run_node, serve, subscribe
 from indgen_core.robot_config import load_robot_config
 from indgen_core.trajectory import Point
 from indgen_msgs.msg import ObjectPoses, TaskSetup
-from indgen_sim.twin.hardware import HardwareStandIn
+from indgen_sim.nodes.fr3_cameras import SCENE_STATE, STAND_IN, scene_state
+from indgen_sim.standin.cell import ERRORS, StandInCell
 
-STATUS_TOPIC = "/indgen/sim/stand_in/status"
+FRANKA_LOG = rclpy_logging.get_logger("FrankaHardwareInterface")
+STATUS_TOPIC = f"{STAND_IN}/status"
+INJECT_TOPIC = f"{STAND_IN}/inject"
+#: rclcpp::SystemDefaultsQoS: reliable, volatile, keep last 10 (the broadcasters, the JTC's topic)
+SYSTEM_DEFAULT = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
+#: franka_robot_state_broadcaster's convenience topics: rclcpp::QoS(1).best_effort()
+BEST_EFFORT = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST)
 
 
-def image_message(rgb: np.ndarray, size: tuple[int, int], encoding: str, stamp, frame_id: str) -> Image:
-    """An upscaled frame in a camera driver's encoding (bgra8 like the ZED wrapper)."""
-    height, width = size
-    fy, fx = max(height // rgb.shape[0], 1), max(width // rgb.shape[1], 1)
-    big = np.repeat(np.repeat(rgb, fy, axis=0), fx, axis=1)[:height, :width]
-    if encoding == "bgra8":
-        data = np.empty((*big.shape[:2], 4), np.uint8)
-        data[..., :3], data[..., 3] = big[..., ::-1], 255
-    elif encoding == "bgr8":
-        data = big[..., ::-1]
-    else:
-        data = big
-    data = np.ascontiguousarray(data)
-    msg = Image(height=data.shape[0], width=data.shape[1], encoding=encoding, is_bigendian=0,
-                step=data.shape[1] * data.shape[2], data=data.tobytes())
-    msg.header.stamp, msg.header.frame_id = stamp, frame_id
-    return msg
+class JointStatePublisher:
+    """joint_state_publisher's merge: the URDF's joints, the last value each source gave
+    (per joint and field, the last message wins), republished with a fresh stamp."""
+
+    def __init__(self, joints: list[str]):
+        self.joints = list(joints)
+        self.values: dict[str, tuple[float, float, float]] = {}
+
+    def source(self, names, positions, velocities, efforts) -> None:
+        for i, name in enumerate(names):
+            if name in self.joints:  # source_cb: a joint not in the URDF is dropped
+                self.values[name] = (positions[i], velocities[i], efforts[i])
+
+    def message(self, stamp) -> JointState | None:
+        if not self.values:
+            return None
+        msg = JointState(name=list(self.joints))
+        msg.position = [self.values.get(j, (0.0, 0.0, 0.0))[0] for j in self.joints]
+        msg.velocity = [self.values.get(j, (0.0, 0.0, 0.0))[1] for j in self.joints]
+        msg.effort = [self.values.get(j, (0.0, 0.0, 0.0))[2] for j in self.joints]
+        msg.header.stamp = stamp
+        return msg
 
 
 class Fr3StandIn(Node):
     def __init__(self):
         super().__init__("fr3_stand_in")
-        self.p = declare(self, robot="fr3_robotiq_zed", builtin=False, joint_state_hz=30.0, camera_hz=15.0,
-                         image_width=1280, image_height=720, render_width=320, render_height=180, encoding="bgra8",
-                         privileged=True)
-        if self.p["encoding"] not in ("bgra8", "bgr8", "rgb8"):
-            from indgen_core.errors import IndGenError
-
-            raise IndGenError(f"encoding must be bgra8, bgr8 or rgb8, got {self.p['encoding']!r}")
-        self.config = load_robot_config(self.p["robot"])
-        self.hw = HardwareStandIn(builtin=self.p["builtin"], joint_names=self.config.arm.joints)
-        self.joint_pub = self.create_publisher(JointState, self.config.joint_states_topic, LOCKSTEP)
-        self.image_pubs = {cam: self.create_publisher(Image, topic, LOCKSTEP)
-                           for cam, topic in self.config.cameras.items()}
-        self.pose_pub = self.create_publisher(ObjectPoses, topics.OBJECT_POSES, LOCKSTEP)
+        self.p = declare(self, robot="fr3_robotiq_zed", builtin=False, broadcaster_hz=100.0, measured_hz=50.0,
+                         joint_state_rate=30.0, gripper_hz=50.0, camera_hz=15.0, privileged=True,
+                         contact_threshold=40.0)
+        for rate in ("broadcaster_hz", "measured_hz", "joint_state_rate", "gripper_hz", "camera_hz"):
+            if not self.p[rate] > 0:
+                raise IndGenError(f"{rate} must be positive, got {self.p[rate]}")
+        self.config = c = load_robot_config(self.p["robot"])
+        self.cell = StandInCell(c, builtin=self.p["builtin"], contact_thresholds=(self.p["contact_threshold"],) * 7)
+        self.jsp = JointStatePublisher(c.arm.joints)
+        self.arm_pub = self.create_publisher(JointState, c.arm.state_topic, SYSTEM_DEFAULT)
+        measured = c.arm.robot_state_topic.rsplit("/", 1)[0] + "/measured_joint_states"
+        self.measured_pub = self.create_publisher(JointState, measured, BEST_EFFORT)
+        self.merged_pub = self.create_publisher(JointState, c.merged_joint_states, SYSTEM_DEFAULT) \
+            if c.merged_joint_states else None
+        self.gripper_pub = self.create_publisher(JointState, c.gripper.state_topic, SYSTEM_DEFAULT)
+        self.scene_pub = self.create_publisher(String, SCENE_STATE, SYSTEM_DEFAULT)
+        self.pose_pub = self.create_publisher(ObjectPoses, topics.OBJECT_POSES, SYSTEM_DEFAULT)
         self.status_pub = self.create_publisher(String, STATUS_TOPIC, LATCHED)
-        subscribe(self, JointTrajectory, self.config.arm.trajectory_topic, self._on_trajectory, LOCKSTEP)
-        subscribe(self, Float64MultiArray, self.config.gripper.command_topic, self._on_gripper, LOCKSTEP)
+        self.trajectory_sub = subscribe(self, JointTrajectory, c.arm.trajectory_topic, self._on_trajectory,
+                                        SYSTEM_DEFAULT)
+        subscribe(self, Float64MultiArray, c.gripper.command_topic, self._on_gripper, SYSTEM_DEFAULT)
         subscribe(self, TaskSetup, topics.TASK_SETUP, self._on_setup, LATCHED)
-        serve(self, Trigger, "/indgen/sim/stand_in/build_scene", self._build_scene)
-        serve(self, Trigger, "/indgen/sim/stand_in/recover", self._recover)
+        subscribe(self, String, INJECT_TOPIC, self._on_inject, SYSTEM_DEFAULT)
+        serve(self, Trigger, f"{STAND_IN}/build_scene", self._build_scene)
+        self.recovery_services: list = []
+        self._serve_recovery()
         self.setup = None
+        self._errors_seen = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hardware", daemon=True)
         self._thread.start()
-        # cameras on their own thread, as a camera driver is its own process: a 3.7 MB frame
-        # being built and sent never delays the joint states
-        self._cameras = threading.Thread(target=self._run_cameras, name="cameras", daemon=True)
-        self._cameras.start()
-        self.get_logger().info(f"FR3 hardware stand-in ({self.hw.world.source.detail}) behind robot configuration "
-                               f"'{self.config.name}'")
+        self.get_logger().info(f"FR3 cell stand-in ({self.cell.physics.world.source.detail}) behind robot "
+                               f"configuration '{c.name}'")
 
     # -- the controllers' inputs -------------------------------------------------------------------
     def _on_trajectory(self, msg: JointTrajectory) -> None:
@@ -102,101 +136,152 @@ class Fr3StandIn(Node):
             t = p.time_from_start.sec + p.time_from_start.nanosec * 1e-9
             points.append(Point(t, np.array(p.positions, float), np.array(p.velocities, float)
                                 if len(p.velocities) else None))
-        refused = self.hw.command_trajectory(list(msg.joint_names), points)
+        start = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        refused = self.cell.receive_trajectory(list(msg.joint_names), points,
+                                               start - time.time() + time.monotonic() if start else 0.0)
         if refused:
-            self.get_logger().warning(f"trajectory refused: {refused}", throttle_duration_sec=2.0)
+            self.get_logger().warning(f"fr3_arm_controller: {refused}", throttle_duration_sec=2.0)
 
     def _on_gripper(self, msg: Float64MultiArray) -> None:
-        if len(msg.data) == 1:
-            self.hw.command_gripper(float(msg.data[0]))
+        if len(msg.data) == 1:  # forward_command_controller: one value per joint, else ignored
+            self.cell.command_gripper(float(msg.data[0]))
 
     def _on_setup(self, msg: TaskSetup) -> None:
         self.setup = convert.setup_from_msg(msg)
+
+    def _on_inject(self, msg: String) -> None:
+        order = json.loads(msg.data)
+        if "fault" in order:
+            if order["fault"] not in ERRORS:
+                raise ValueError(f"unknown fault {order['fault']!r}; known: {', '.join(ERRORS)}")
+            self.cell.inject(order["fault"])
+        if order.get("driver") == "crash":  # franka's ros2_control_node dies: its interfaces go with it
+            self.cell.crash_driver()
+            if self.trajectory_sub is not None:
+                self.destroy_subscription(self.trajectory_sub)
+                self.trajectory_sub = None
+            for service in self.recovery_services:
+                self.destroy_service(service)
+            self.recovery_services = []
+        elif order.get("driver") == "restart":
+            if self.trajectory_sub is None:
+                self.trajectory_sub = subscribe(self, JointTrajectory, self.config.arm.trajectory_topic,
+                                                self._on_trajectory, SYSTEM_DEFAULT)
+            if not self.recovery_services:
+                self._serve_recovery()
+            self.cell.restart_driver()
+        if "contact_thresholds" in order:
+            values = np.asarray(order["contact_thresholds"], float)
+            if values.shape != (7,) or not np.all(values > 0):
+                raise ValueError("contact_thresholds must be 7 positive values")
+            self.cell.contact_thresholds = values
+        if order.get("reset_peaks"):
+            self.cell.reset_peaks()
+        self._publish_status()
 
     def _build_scene(self, request, response):
         if self.setup is None:
             response.success, response.message = False, "no task setup received yet"
             return response
-        self.hw.build_scene(self.setup)
+        self.cell.build_scene(self.setup)
         response.success, response.message = True, f"scene of {self.setup.trial_id} built"
         return response
 
-    def _recover(self, request, response):
-        self.hw.recover()
-        response.success, response.message = True, "recovered"
-        return response
+    def _serve_recovery(self) -> None:
+        """In place of franka's error recovery action and the controller manager's services:
+        they live in franka's driver process, and go with it."""
+        c = self.config
+        self.recovery_services = [
+            serve(self, Trigger, f"{STAND_IN}/error_recovery", self._trigger(self.cell.error_recovery)),
+            serve(self, Trigger, f"{STAND_IN}/activate_hardware", self._trigger(self.cell.activate_hardware)),
+            serve(self, Trigger, f"{STAND_IN}/activate_controllers",
+                  self._trigger(lambda: self.cell.activate_controllers(list(c.recovery.controllers))))]
 
-    # -- the hardware's outputs --------------------------------------------------------------------
+    def _trigger(self, action):
+        def call(request, response):
+            response.success, response.message = action()
+            self._publish_status()
+            return response
+        return call
+
+    # -- the drivers' outputs ------------------------------------------------------------------------
     def _run(self) -> None:
         start = time.monotonic()
-        due = {"joints": start, "poses": start, "status": start}
-        periods = {"joints": 1.0 / self.p["joint_state_hz"], "poses": 1.0 / 15.0, "status": 0.5}
-        reflexes = 0
+        rates = {"arm": self.p["broadcaster_hz"], "measured": self.p["measured_hz"],
+                 "merged": self.p["joint_state_rate"], "gripper": self.p["gripper_hz"], "poses": 15.0, "status": 2.0,
+                 "scene": self.p["camera_hz"]}
+        due = dict.fromkeys(rates, start)
         while not self._stop.is_set():
             try:
-                reflexes = self._cycle(start, due, periods, reflexes)
+                self._cycle(due, rates)
             except Exception as exc:  # the hardware thread must outlive any one bad cycle
                 self.get_logger().error(f"stand-in cycle failed: {one_line(exc)}", throttle_duration_sec=5.0)
                 time.sleep(0.01)
 
-    def _run_cameras(self) -> None:
-        if not self.image_pubs:
-            return
-        size = (self.p["image_height"], self.p["image_width"])
-        render = (self.p["render_height"], self.p["render_width"])
-        period = 1.0 / max(self.p["camera_hz"], 1e-3)
-        due = time.monotonic()
-        while not self._stop.is_set():
-            due += period
-            try:
-                stamp = self.get_clock().now().to_msg()
-                frames = {cam: self.hw.render(cam, render) for cam in self.image_pubs}
-                for cam, rgb in frames.items():
-                    self.image_pubs[cam].publish(image_message(rgb, size, self.p["encoding"], stamp, cam))
-            except Exception as exc:
-                self.get_logger().error(f"stand-in camera failed: {one_line(exc)}", throttle_duration_sec=5.0)
-            self._stop.wait(max(due - time.monotonic(), 0.0))
-            due = max(due, time.monotonic() - period)
-
-    def _cycle(self, start, due, periods, reflexes) -> int:
+    def _cycle(self, due: dict, rates: dict) -> None:
         now = time.monotonic()
-        self.hw.advance_to(now, start)
-        if self.hw.status.reflexes != reflexes:
-            reflexes = self.hw.status.reflexes
-            self.get_logger().error(f"REFLEX: {self.hw.status.last_reflex}; the hardware is inactive until "
-                                    "/indgen/sim/stand_in/recover (franka: error recovery)")
+        self.cell.advance_to(now)
+        errors = self.cell.status.reflexes + self.cell.status.faults
+        if errors != self._errors_seen:
+            self._errors_seen = errors
+            s = self.cell.status
+            # as franka_hardware read() logs libfranka's ControlException (through a logger that
+            # is not a node's: the line reaches the console, not /rosout), then the controller
+            # manager's own line
+            FRANKA_LOG.error(f'libfranka: Move command aborted: motion aborted by reflex! ["{s.last_error}"] '
+                             f"({s.last_error_detail})")
+            self.get_logger().error("REFLEX or FAULT: Deactivating following hardware components as their read cycle "
+                                    "resulted in an error: [ FrankaHardwareInterface ]")
             self._publish_status()
         stamp = self.get_clock().now().to_msg()
-        if now >= due["joints"] and self.hw.status.active:  # an inactive hardware publishes nothing
-            q, dq, knuckle = self.hw.joint_state()
-            self.joint_pub.publish(fr3.joint_state(q, dq, knuckle / fr3.GRIPPER_CLOSED_RAD, stamp))
+        if now >= due["arm"]:
+            state = self.cell.arm_state()
+            if state is not None:  # an inactive broadcaster publishes nothing
+                q, dq, effort = state
+                msg = JointState(name=list(self.config.arm.joints), position=q.tolist(), velocity=dq.tolist(),
+                                 effort=effort.tolist())
+                msg.header.stamp = stamp
+                self.arm_pub.publish(msg)
+                self.jsp.source(msg.name, msg.position, msg.velocity, msg.effort)
+        if now >= due["measured"] and self.cell.robot_state_active():
+            q, dq = self.cell.physics.state()
+            msg = JointState(name=list(self.config.arm.joints), position=q.tolist(), velocity=dq.tolist())
+            msg.header.stamp = stamp
+            self.measured_pub.publish(msg)
+        if now >= due["merged"] and self.merged_pub is not None:
+            merged = self.jsp.message(stamp)
+            if merged is not None:
+                self.merged_pub.publish(merged)
+        if now >= due["gripper"]:
+            msg = JointState(name=[self.config.gripper.joint], position=[self.cell.knuckle()], velocity=[0.0])
+            msg.header.stamp = stamp
+            self.gripper_pub.publish(msg)
         if now >= due["poses"] and self.p["privileged"]:
-            self.pose_pub.publish(fr3.object_poses(self.hw.object_poses(), stamp))
+            with self.cell.lock:
+                poses = self.cell.physics.object_poses()
+            self.pose_pub.publish(fr3.object_poses(poses, stamp))
+        if now >= due["scene"] and self.scene_pub.get_subscription_count() > 0:
+            with self.cell.lock:
+                self.scene_pub.publish(scene_state(self.cell.physics.world, stamp))
         if now >= due["status"]:
             self._publish_status()
-        for key, period in periods.items():
+        for key, rate in rates.items():
             if now >= due[key]:
-                due[key] = max(due[key] + period, now)
+                due[key] = max(due[key] + 1.0 / rate, now)
         time.sleep(max(min(min(due.values()) - time.monotonic(), 0.004), 0.0005))
-        return reflexes
 
     def _publish_status(self) -> None:
-        s = self.hw.status
-        holds = [t for t, rest in s.segments if rest]
-        check = self.hw.check()
+        with self.cell.lock:
+            check = self.cell.physics.check()
         self.status_pub.publish(String(data=json.dumps({
-            "trial_id": self.setup.trial_id if self.setup else "", "scene": self.hw.scenes,
-            "placed": bool(check.placed), "check": check.detail,
-            "reflexes": s.reflexes, "last_reflex": s.last_reflex, "active": s.active, "trajectories": s.trajectories,
-            "refused_trajectories": s.refused_trajectories, "holds": len(holds), "hold_times": holds[-20:],
-            "last_hold_wall": holds[-1] if holds else None, "sim_steps": self.hw.sim_steps})))
+            **self.cell.summary(), "trial_id": self.setup.trial_id if self.setup else "", "placed": bool(check.placed),
+            "check": check.detail, "contact_thresholds": self.cell.contact_thresholds.tolist()})))
 
     def close(self) -> None:
         self._stop.set()
         self._thread.join(timeout=2.0)
-        self._cameras.join(timeout=2.0)
         self._publish_status()
-        self.hw.close()
+        self.cell.close()
 
 
 def main() -> int:

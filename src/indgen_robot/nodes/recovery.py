@@ -1,0 +1,142 @@
+"""Bringing a faulted robot back: franka_hardware's documented procedure (franka_ros2 `jazzy`,
+franka_hardware/doc/index.rst, "Error Recovery"), three ways.
+
+1. error recovery: the `/action_server/error_recovery` action (franka_msgs/action/ErrorRecovery,
+   an empty goal; franka_action_server.cpp runs libfranka's automaticErrorRecovery());
+2. the hardware component active again: controller_manager's
+   `set_hardware_component_state` (controller_manager_msgs/srv/SetHardwareComponentState);
+3. the controllers the fault deactivated, activated again: `switch_controller`
+   (controller_manager_msgs/srv/SwitchController).
+
+- `franka`: those interfaces, where franka_msgs and controller_manager_msgs can be imported
+  (a ROS 2 install; neither is on PyPI). Unverified: nothing here has met a real robot.
+- `stand_in`: the hardware stand-in's std_srvs/Trigger services, one per step, in place of
+  the three above (their message packages are not on PyPI).
+- `manual`: the runner says what to run and waits for the arm's state to come back.
+"""
+
+from __future__ import annotations
+
+import time
+
+from std_srvs.srv import Trigger
+
+from indgen_core.errors import IndGenError
+from indgen_core.robot_config import RobotConfig
+from indgen_robot.safety import Recovery
+
+STAND_IN = "/indgen/sim/stand_in"
+STAND_IN_STEPS = ("error_recovery", "activate_hardware", "activate_controllers")
+#: how long a recovery step waits for its server to be there: a driver that is up answers at once
+SERVER_WAIT_S = 3.0
+
+
+def _wait(future, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not future.done():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def manual_steps(config: RobotConfig) -> str:
+    r = config.recovery
+    return (f"ros2 action send_goal {r.error_recovery_action} franka_msgs/action/ErrorRecovery {{}}; "
+            f"ros2 control set_hardware_component_state -c {r.controller_manager} {r.hardware_component} active; "
+            f"ros2 control switch_controllers -c {r.controller_manager} --activate {' '.join(r.controllers)}")
+
+
+class StandInRecovery:
+    def __init__(self, node, config: RobotConfig):
+        self.config = config
+        self.clients = [(step, node.create_client(Trigger, f"{STAND_IN}/{step}")) for step in STAND_IN_STEPS]
+
+    def describe(self) -> str:
+        return "the stand-in's error_recovery, activate_hardware and activate_controllers services"
+
+    def recover(self) -> Recovery:
+        timeout = self.config.recovery.timeout_s
+        for i, (step, client) in enumerate(self.clients):
+            if not client.wait_for_service(timeout_sec=SERVER_WAIT_S):
+                return Recovery(False, f"no {client.srv_name} service", reachable=i > 0)
+            future = client.call_async(Trigger.Request())
+            if not _wait(future, timeout):
+                return Recovery(False, f"{step}: no answer within {timeout:g} s", reachable=i > 0)
+            if not future.result().success:
+                return Recovery(False, f"{step}: {future.result().message}")
+        return Recovery(True, "recovered and re-activated (stand-in)")
+
+
+class FrankaRecovery:
+    def __init__(self, node, config: RobotConfig):
+        try:
+            from controller_manager_msgs.srv import SetHardwareComponentState, SwitchController
+            from franka_msgs.action import ErrorRecovery
+            from rclpy.action import ActionClient
+        except ImportError:
+            raise IndGenError("recovery.method 'franka' needs franka_msgs and controller_manager_msgs (a ROS 2 Jazzy "
+                              "install with franka_ros2 sourced; neither is on PyPI): source it, or set "
+                              "recovery:=manual and recover the robot by hand when asked") from None
+        r = config.recovery
+        self.config = config
+        self.types = (ErrorRecovery, SetHardwareComponentState, SwitchController)
+        self.action = ActionClient(node, ErrorRecovery, r.error_recovery_action)
+        self.hardware = node.create_client(SetHardwareComponentState,
+                                           f"{r.controller_manager}/set_hardware_component_state")
+        self.switch = node.create_client(SwitchController, f"{r.controller_manager}/switch_controller")
+
+    def describe(self) -> str:
+        r = self.config.recovery
+        return f"{r.error_recovery_action}, then {r.controller_manager}'s set_hardware_component_state and " \
+               "switch_controller (unverified on hardware)"
+
+    def recover(self) -> Recovery:
+        from lifecycle_msgs.msg import State
+
+        error_recovery, set_state, switch = self.types
+        r = self.config.recovery
+        if not self.action.wait_for_server(timeout_sec=SERVER_WAIT_S):
+            return Recovery(False, f"no {r.error_recovery_action} action server", reachable=False)
+        sent = self.action.send_goal_async(error_recovery.Goal())
+        if not _wait(sent, r.timeout_s) or not sent.result().accepted:
+            return Recovery(False, "the error recovery goal was not accepted")
+        result = sent.result().get_result_async()
+        if not _wait(result, r.timeout_s) or result.result().status != 4:  # GoalStatus.STATUS_SUCCEEDED
+            return Recovery(False, "error recovery did not succeed (is the arm still in contact, or the user stop "
+                            "pressed?)")
+        request = set_state.Request(name=r.hardware_component,
+                                    target_state=State(id=State.PRIMARY_STATE_ACTIVE, label="active"))
+        if not self.hardware.wait_for_service(timeout_sec=SERVER_WAIT_S):
+            return Recovery(False, f"no {self.hardware.srv_name} service", reachable=False)
+        answer = self.hardware.call_async(request)
+        if not _wait(answer, r.timeout_s) or not answer.result().ok:
+            return Recovery(False, f"{r.hardware_component} could not be set active")
+        request = switch.Request(activate_controllers=list(r.controllers), strictness=switch.Request.STRICT,
+                                 activate_asap=True)
+        if not self.switch.wait_for_service(timeout_sec=SERVER_WAIT_S):
+            return Recovery(False, f"no {self.switch.srv_name} service", reachable=False)
+        answer = self.switch.call_async(request)
+        if not _wait(answer, r.timeout_s) or not answer.result().ok:
+            return Recovery(False, f"the controllers {', '.join(r.controllers)} could not be activated")
+        return Recovery(True, "recovered and re-activated")
+
+
+class ManualRecovery:
+    def __init__(self, node, config: RobotConfig):
+        self.config = config
+
+    def describe(self) -> str:
+        return "by hand (recovery.method manual)"
+
+    def recover(self) -> Recovery:
+        return Recovery(True, f"waiting for a person to recover the robot: {manual_steps(self.config)}")
+
+
+RECOVERY = {"franka": FrankaRecovery, "stand_in": StandInRecovery, "manual": ManualRecovery}
+
+
+def make_recovery(node, config: RobotConfig, method: str):
+    if method not in RECOVERY:
+        raise IndGenError(f"recovery must be one of {', '.join(RECOVERY)}, got {method!r}")
+    return RECOVERY[method](node, config)
