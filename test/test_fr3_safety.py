@@ -90,7 +90,7 @@ def test_recover_then_first_segment_starts_at_the_measured_pose_within_the_accel
     assert sc.cell.error is None and sc.cell.status.reflexes == 1
 
 
-def test_pushing_into_the_table_keeps_the_lead_within_the_bound():
+def test_reflex_free_push_into_the_table_keeps_the_lead_within_the_bound():
     """The policy drives the hand down into the table and keeps pushing at full speed. Each
     segment starts at the blocked arm, so the controller's reference leads it by at most
     max_lead: the PD pushes with at most p x max_lead, no runaway torque (the old stiff PD
