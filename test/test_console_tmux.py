@@ -57,42 +57,55 @@ class Terminal:
         subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
 
 
-def test_a_person_runs_a_two_level_campaign_with_the_console(tmp_path, ros_context, ros_isolation):
+def launch_cell(tmp_path, db, campaign, campaign_id: str, port: int):
+    """The real-robot graph against the stand-in (built-in FR3, small camera rate), as a person
+    would launch it, with its own policy server on `port`."""
+    env = dict(os.environ, INDGEN_ARTIFACTS=str(tmp_path / "art"))
+    env.pop("MENAGERIE_ROOT", None)
+    return graphs.launch("stack_axis", "sim:=false", "robot:=mock", "builtin_fr3:=true", "camera_hz:=2",
+                         "bag_exclude:=/zed", f"port:={port}", f"server_uri:=ws://127.0.0.1:{port}", f"db:={db}",
+                         f"report_dir:={tmp_path / 'reports'}", f"campaign:={campaign}",
+                         f"campaign_id:={campaign_id}", env=env)
+
+
+def console_environment(domain: int) -> dict:
+    return {"ROS_DOMAIN_ID": str(domain), "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
+            "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+
+
+def scene_builder(node):
+    """The person's hands, between the prompt and "scene ready": the stand-in's build service."""
+    from ros_helpers import spin_until
     from std_srvs.srv import Trigger
 
+    build = node.create_client(Trigger, "/indgen/sim/stand_in/build_scene")
+
+    def build_scene():
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if build.service_is_ready():
+                future = build.call_async(Trigger.Request())
+                if spin_until(node, future.done, 5) and future.result().success:
+                    return
+            spin_until(node, lambda: False, 0.2)
+        raise AssertionError("the stand-in never built the scene")
+
+    return build_scene
+
+
+def test_a_person_runs_a_two_level_campaign_with_the_console(tmp_path, ros_context, ros_isolation):
     db = tmp_path / "r.sqlite"
     campaign = tmp_path / "c.yaml"
     campaign.write_text(yaml.safe_dump({"name": "people", "axis": "stack", "world": "fr3",
                                         "policies": ["droid_twin_oracle"], "levels": [0, 1], "trials_per_level": 2,
                                         "seed": 2, "order": "sequential", "purpose": "certify", "max_steps": 45}))
-    port = servers.free_port()
-    env = dict(os.environ, INDGEN_ARTIFACTS=str(tmp_path / "art"))
-    env.pop("MENAGERIE_ROOT", None)
-    proc = graphs.launch("stack_axis", "sim:=false", "robot:=mock", "builtin_fr3:=true", "camera_hz:=2",
-                         "bag_exclude:=/zed", f"port:={port}", f"server_uri:=ws://127.0.0.1:{port}", f"db:={db}",
-                         f"report_dir:={tmp_path / 'reports'}", f"campaign:={campaign}", "campaign_id:=people",
-                         env=env)
-    console_env = {"ROS_DOMAIN_ID": str(ros_isolation), "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
-                   "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    proc = launch_cell(tmp_path, db, campaign, "people", servers.free_port())
     command = f"{sys.executable} -m indgen_core.cli console --operator ada"
     session = f"indgen-console-{os.getpid()}"
+    console_env = console_environment(ros_isolation)
     term = Terminal(session, command, console_env)
     node = rclpy.create_node("hands", context=ros_context)
-    build = node.create_client(Trigger, "/indgen/sim/stand_in/build_scene")
-
-    def build_scene():  # the person's hands, between the prompt and "scene ready"
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if build.service_is_ready():
-                future = build.call_async(Trigger.Request())
-                from ros_helpers import spin_until
-
-                if spin_until(node, future.done, 5) and future.result().success:
-                    return
-            from ros_helpers import spin_until
-
-            spin_until(node, lambda: False, 0.2)
-        raise AssertionError("the stand-in never built the scene")
+    build_scene = scene_builder(node)
 
     def setup_of(trial: str) -> str:
         return term.wait_for("BUILD THE SCENE", trial, timeout=120)
@@ -187,3 +200,79 @@ def test_a_person_runs_a_two_level_campaign_with_the_console(tmp_path, ros_conte
     for trial, said in (("k+0/000", "success"), ("k+0/001", "redo"), ("k+0/001", "failure"), ("k+1/000", "skip"),
                         ("k+1/001", "failure")):
         assert f"droid_twin_oracle/{trial}: {said} by ada" in labels, labels
+
+
+def test_a_blind_ab_campaign_never_shows_a_policy_name(tmp_path, ros_context, ros_isolation):
+    """Two policies, the second routed to its own server (the policy node switches between
+    them per trial): the person sees letters only, no running rate, and the trials of each
+    letter reach that letter's server."""
+    import re
+    import threading
+
+    db = tmp_path / "r.sqlite"
+    names = ("droid_twin_oracle", "oracle_b")
+    port, port_b = servers.free_port(), servers.free_port()
+    requests_b = tmp_path / "b_requests.jsonl"
+    server_b = servers.start_server("droid_twin_oracle", port_b, "--record-requests", str(requests_b))
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text(yaml.safe_dump({"name": "lab_session", "axis": "stack", "world": "fr3", "policies": list(names),
+                                        "levels": [0], "trials_per_level": 1, "seed": 5, "order": "sequential",
+                                        "purpose": "certify", "max_steps": 45, "blind": True,
+                                        "endpoints": {"oracle_b": f"ws://127.0.0.1:{port_b}"}}))
+    proc = launch_cell(tmp_path, db, campaign, "lab", port)
+    term = Terminal(f"indgen-blind-{os.getpid()}", f"{sys.executable} -m indgen_core.cli console --operator ada",
+                    console_environment(ros_isolation))
+    screens: set[str] = set()
+    watching = threading.Event()
+
+    def watch_screens():  # every screen the person could have seen, sampled throughout
+        while not watching.is_set():
+            screens.add(term.screen())
+            time.sleep(0.2)
+
+    node = rclpy.create_node("hands", context=ros_context)
+    build_scene = scene_builder(node)
+
+    sampler = threading.Thread(target=watch_screens, daemon=True)
+    sampler.start()
+    seen_trials = []
+    try:
+        for i in range(2):
+            screen = term.wait_for("BUILD THE SCENE", timeout=120)
+            trial = re.search(r"BUILD THE SCENE\s+(\S+)", screen).group(1)
+            assert trial not in seen_trials
+            seen_trials.append(trial)
+            build_scene()
+            term.keys("Enter")
+            term.wait_for("EPISODE RUNNING", trial, timeout=120)
+            term.keys("Space")
+            term.wait_for("LABEL THE EPISODE", trial)
+            term.keys("y")
+            if i == 0:  # the first letter's level, scored: its rate stays hidden
+                term.wait_for("(blind: hidden until the campaign is done)")
+        out = graphs.finish(proc, timeout=120)
+        time.sleep(1.0)
+        screens.add(term.screen())
+    finally:
+        watching.set()
+        sampler.join(timeout=5)
+        term.close()
+        node.destroy_node()
+        servers.stop(server_b)
+        if proc.poll() is None:
+            proc.kill()
+    assert "campaign lab done" in out
+    assert sorted(t.split("/")[0] for t in seen_trials) == ["A", "B"]
+    leaked = [s for s in screens for name in (*names, "oracle") if name in s]
+    assert not leaked, f"a policy's name on the console:\n{leaked[0]}"
+    assert any("(blind: hidden until the campaign is done)" in s for s in screens)
+    with ResultsStore(db) as store:
+        record = store.campaign("lab")
+        assert {r.policy: r.outcome for r in store.rows("lab")} == {"droid_twin_oracle": "success",
+                                                                    "oracle_b": "success"}
+        letter_b = record.config["blind_labels"]["oracle_b"]
+    # oracle_b's trial went to its own server (the warm-up request, then the episode's)
+    assert requests_b.exists() and len(requests_b.read_text().splitlines()) >= 2
+    manager = [line for line in out.splitlines() if "progression_manager" in line]
+    assert manager and not any(name in line for line in manager for name in names)
+    assert f"{letter_b}/k+0/000" in seen_trials

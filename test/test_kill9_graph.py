@@ -148,7 +148,11 @@ def test_kill9_of_every_process_of_a_blockenv_campaign(tmp_path, repo):
     assert n == len(reference)  # none counted twice
     assert aborted >= 1 and graph.launches >= 3  # the kills did interrupt trials; the manager came back twice
     text = "".join(graph.log)
-    assert text.count("restarting it in") >= 10
+    # the launcher respawned every kind of process it owns (a kill that lands while a killed
+    # manager's launch is shutting down is not respawned by that launch, the relaunch starts
+    # it: so a count of respawn lines would depend on timing, which process came back does not)
+    respawned = set(re.findall(r"\] (\w+) died with status -?\d+; restarting it in", text))
+    assert respawned >= set(VICTIMS) - {"progression_manager"}, respawned
     # the bags of the killed recorders open up to their last chunk; together with the others
     # they judge every recorded episode as it was judged live
     bags = sorted(p for p in (tmp_path / "art" / "bags").iterdir() if p.is_dir())

@@ -45,14 +45,16 @@ def test_fixed_seed_lists():
 
 
 def test_adaptive_rule_stops_decided_levels_and_the_sweep_after_a_break():
-    rule = plan.AdaptiveRule(min_trials=5)
+    """The rule asks the anytime-valid evidence (sequential.py), not a fixed-n interval."""
+    rule = plan.AdaptiveRule()
     distance = {k: (k, 1 if k else 0) for k in range(5)}
     trial = plan.make_plan(["a"], [1], 1, seed=0)[0]
-    assert rule.skip_reason(trial, {("a", 1): (4, 4)}, distance) is None  # fewer than min_trials
+    assert rule.skip_reason(trial, {("a", 1): (3, 3)}, distance) is None  # 3/3: not yet shown
     assert "held" in rule.skip_reason(trial, {("a", 1): (5, 5)}, distance)
+    assert plan.AdaptiveRule(min_trials=6).skip_reason(trial, {("a", 1): (5, 5)}, distance) is None
     far = plan.make_plan(["a"], [3], 1, seed=0)[0]
-    done = {("a", 2): (20, 0)}
-    assert rule.skip_reason(far, done, distance) == "beyond the confirmed break at k=2"
+    done = {("a", 2): (30, 0)}
+    assert rule.skip_reason(far, done, distance) == "beyond the shown break at k=2"
     other = plan.make_plan(["b"], [3], 1, seed=0)[0]
     assert rule.skip_reason(other, done, distance) is None  # another policy's break does not stop this one
-    assert rule.skip_reason(far, {("a", 2): (10, 3)}, distance) is None  # undecided
+    assert rule.skip_reason(far, {("a", 2): (20, 0)}, distance) is None  # 0/20: not yet shown broken

@@ -34,7 +34,7 @@ def test_report_command_writes_html_png_markdown_and_json(two_policy_campaign, t
     proc = subprocess.run([sys.executable, "-m", "indgen_core.cli", "report", cid, "--db", str(db), "--out", str(out)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert "skilled" in proc.stdout and "clumsy" in proc.stdout and "95% CI" in proc.stdout
+    assert "skilled" in proc.stdout and "clumsy" in proc.stdout and "95% interval" in proc.stdout
 
     png = out / "success_per_level.png"
     with Image.open(png) as img:
@@ -47,7 +47,7 @@ def test_report_command_writes_html_png_markdown_and_json(two_policy_campaign, t
     html = (out / "report.html").read_text()
     assert html.startswith("<!doctype html>") and "data:image/png;base64," in html
     assert "src=\"success_per_level.png\"" not in html  # self-contained
-    for name in ("skilled", "clumsy", "95% CI", "Monotonicity"):
+    for name in ("skilled", "clumsy", "95% interval", "exact (Clopper-Pearson)", "Monotonicity"):
         assert name in html
 
     md = (out / "report.md").read_text()

@@ -1,8 +1,6 @@
-"""Statistics against known values."""
+"""Statistics of a campaign's levels against known values and second libraries."""
 
 from __future__ import annotations
-
-import math
 
 import pytest
 
@@ -10,25 +8,25 @@ from indgen_core import stats
 from indgen_core.stats import LevelStat
 
 
-@pytest.mark.parametrize(("s", "n", "low", "high"), [
-    (0, 10, 0.0, 0.2775),
-    (10, 10, 0.7225, 1.0),
-    (7, 10, 0.3968, 0.8922),
-    (5, 10, 0.2366, 0.7634),
-    (1, 20, 0.0089, 0.2361),
-    (50, 100, 0.4038, 0.5962),
-    (86, 100, 0.7786, 0.9147),  # computed by hand from the Wilson formula
-    (0, 0, 0.0, 1.0),
-])
-def test_wilson_interval_known_values(s, n, low, high):
-    lo, hi = stats.wilson(s, n)
-    assert lo == pytest.approx(low, abs=1e-4)
-    assert hi == pytest.approx(high, abs=1e-4)
+@pytest.mark.parametrize(("s", "n"), [(0, 10), (10, 10), (7, 10), (5, 10), (1, 20), (50, 100), (86, 100), (0, 0)])
+def test_exact_interval_is_clopper_pearson(s, n):
+    """Against the beta quantiles that define it (scipy, a second library beside statsmodels),
+    and the closed forms at 0/n and n/n: 1 - (alpha/2)^(1/n)."""
+    from scipy.stats import beta
+
+    lo, hi = stats.exact_interval(s, n)
+    if n == 0:
+        assert (lo, hi) == (0.0, 1.0)
+        return
+    assert lo == pytest.approx(0.0 if s == 0 else beta.ppf(0.025, s, n - s + 1), abs=1e-9)
+    assert hi == pytest.approx(1.0 if s == n else beta.ppf(0.975, s + 1, n - s), abs=1e-9)
+    if s == 0:
+        assert hi == pytest.approx(1 - 0.025 ** (1 / n), abs=1e-9)
 
 
-def test_wilson_rejects_impossible_counts():
+def test_exact_interval_rejects_impossible_counts():
     with pytest.raises(ValueError):
-        stats.wilson(11, 10)
+        stats.exact_interval(11, 10)
 
 
 def _curve(rates: dict[int, tuple[int, int]], ids=(0,)) -> list[LevelStat]:
@@ -40,12 +38,39 @@ def _curve(rates: dict[int, tuple[int, int]], ids=(0,)) -> list[LevelStat]:
     return out
 
 
-def test_verdicts():
-    assert LevelStat(0, 10, 10).verdict == stats.HELD
-    assert LevelStat(0, 10, 0).verdict == stats.UNDECIDED  # upper bound 0.28 >= 0.2
-    assert LevelStat(0, 20, 0).verdict == stats.BROKEN  # upper bound 0.16
+def test_verdicts_fixed_n_are_exact_tests_and_live_ones_the_sequence():
+    assert LevelStat(0, 10, 10).verdict == stats.HELD  # P(S >= 10 | 0.2) = 1e-7
+    assert LevelStat(0, 10, 0).verdict == stats.UNDECIDED  # P(S <= 0 | 0.2) = 0.107
+    assert LevelStat(0, 20, 0).verdict == stats.BROKEN  # 0.8^20 = 0.0115 <= 0.025
     assert LevelStat(0, 10, 3).verdict == stats.UNDECIDED
+    assert LevelStat(0, 10, 6).verdict == stats.HELD  # P(S >= 6 | 0.2) = 0.0064
     assert LevelStat(0, 0, 0).verdict == stats.UNDECIDED
+    # looked at while trials come in: the confidence sequence, wider, never fooled by peeking
+    assert LevelStat(0, 20, 0, anytime=True).verdict == stats.UNDECIDED
+    assert LevelStat(0, 30, 0, anytime=True).verdict == stats.BROKEN
+    assert LevelStat(0, 10, 6, anytime=True).verdict == stats.UNDECIDED
+    assert LevelStat(0, 10, 10, anytime=True).verdict == stats.HELD
+    assert "Clopper-Pearson" in LevelStat(0, 5, 5).interval_kind
+    assert "confidence sequence" in LevelStat(0, 5, 5, anytime=True).interval_kind
+
+
+def test_the_guarantee_tests_outward_from_tau0_and_calls_broken_only_by_its_own_test():
+    # held at 0..2 (exact tests at 2.5%), k=3 not shown held; 1/10 there is not shown broken
+    curve = _curve({0: (10, 10), 1: (9, 10), 2: (8, 10), 3: (1, 10), 4: (0, 30)})
+    g = stats.guarantee(curve)[1]
+    assert (g.held_through, g.next_level, g.broken_at) == (2, 3, None)
+    assert "held at every level through k=2" in g.describe() and "not shown held, nor broken" in g.describe()
+    # with 0/20 at k=3 it is broken by its own test (0.8^20 <= 2.5%)
+    g = stats.guarantee(_curve({0: (10, 10), 1: (9, 10), 2: (8, 10), 3: (0, 20)}))[1]
+    assert (g.held_through, g.broken_at) == (2, 3) and "95% for both claims" in g.describe()
+    # a level past the first one not held is never tested for "held": fixed-sequence testing
+    g = stats.guarantee(_curve({0: (10, 10), 1: (3, 10), 2: (10, 10)}))[1]
+    assert g.held_through == 0 and g.next_level == 1
+    # two-sided: per side
+    two = stats.guarantee(_curve({-2: (0, 30), -1: (9, 10), 0: (10, 10), 1: (10, 10), 2: (0, 30)}))
+    assert (two[1].held_through, two[1].broken_at, two[-1].held_through, two[-1].broken_at) == (1, 2, -1, -2)
+    failing = stats.guarantee(_curve({0: (0, 30), 1: (0, 30)}))[1]
+    assert failing.held_through is None and failing.broken_at == 0
 
 
 def test_break_level_table1_pattern():
@@ -86,17 +111,6 @@ def test_two_sided_axis_breaks_per_side():
     br = stats.break_levels(curve)
     assert br.point == {1: 2, -1: -3}
     assert br.k_star == {1: 1, -1: -2}
-
-
-def test_compare_two_policies_fisher_and_newcombe():
-    cmp = stats.compare(7, 10, 3, 10, level=1)
-    assert cmp.p_value == pytest.approx(0.1789, abs=1e-4)
-    assert cmp.difference == pytest.approx(0.4)
-    assert cmp.interval == pytest.approx((-0.0288, 0.6718), abs=1e-4)
-    assert not cmp.significant
-    extreme = stats.compare(10, 10, 0, 10)
-    assert extreme.p_value == pytest.approx(2 / math.comb(20, 10), rel=1e-6)
-    assert extreme.significant
 
 
 def test_monotonicity():

@@ -8,6 +8,7 @@ import logging
 
 import numpy as np
 import pytest
+from shared_assets import needs_menagerie
 from twin_setup import setup
 
 from indgen_core.records import Outcome
@@ -16,7 +17,7 @@ from indgen_core.world import InvalidSetup
 from indgen_sim.twin import assets, scene
 from indgen_sim.twin.world import DroidTwinWorld
 
-MODELS = ["menagerie", "builtin"]
+MODELS = [pytest.param("menagerie", marks=needs_menagerie), "builtin"]
 
 
 @pytest.fixture(scope="module", params=MODELS)
@@ -33,6 +34,7 @@ def twin():
     w.close()
 
 
+@needs_menagerie
 def test_the_robot_comes_from_menagerie_root_and_says_so():
     source = assets.robot_source()
     assert source.kind == "menagerie", "tests expect MENAGERIE_ROOT (conftest points it at ../shared/menagerie)"

@@ -1,6 +1,8 @@
 """From stored results to the numbers a report shows: per policy and level, the success
-rate with its Wilson interval, break levels, k*, monotonicity (black-box axes), pairwise
-policy comparisons, and the trials that were invalid or aborted."""
+rate with its interval (exact for a fixed n reported once, the confidence sequence for a
+sequential or unfinished campaign: `stats.py`), the break level as the paper estimates it and
+the claims with a guarantee, monotonicity (black-box axes), paired comparisons of the
+policies (comparisons.py), and the trials that were invalid or aborted."""
 
 from __future__ import annotations
 
@@ -8,8 +10,11 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
+from indgen_core import blind, ppi, stats
 from indgen_core import campaign as campaign_mod
-from indgen_core import stats
+from indgen_core import comparisons as comparisons_mod
+from indgen_core.errors import IndGenError
+from indgen_core.runner import completed_counts
 from indgen_core.store import CampaignRecord, ResultsStore
 
 
@@ -23,10 +28,8 @@ class PolicyCurve:
     pending: int = 0
     skipped: int = 0
     aborted_attempts: int = 0
-
-    @property
-    def label(self) -> str:
-        return self.policy
+    #: per side, "held through k*" and "broken at k" with their stated error (stats.guarantee)
+    guarantee: dict[int, stats.SideGuarantee] = field(default_factory=dict)
 
     def level(self, k: int) -> stats.LevelStat | None:
         return next((s for s in self.levels if s.level == k), None)
@@ -36,7 +39,7 @@ class PolicyCurve:
 class CampaignSummary:
     record: CampaignRecord
     curves: list[PolicyCurve]
-    comparisons: list[tuple[str, str, stats.Comparison]] = field(default_factory=list)
+    comparisons: list[comparisons_mod.Comparison] = field(default_factory=list)
     invalid: list[dict[str, Any]] = field(default_factory=list)
     threshold: float = stats.DEFAULT_THRESHOLD
     #: (policy, level) -> {check: times true} over scored results, for the yes/no checks a
@@ -47,6 +50,23 @@ class CampaignSummary:
     #: (policy, level) -> episodes the robot's own safety stopped during the policy's motion
     #: (a reflex: ended and labelled, not re-run), by the outcome they were labelled with
     robot_stops: dict[tuple[str, int], dict[str, int]] = field(default_factory=dict)
+    #: the comparison the campaign file registered before the trials ran, and what it was
+    registered: list[comparisons_mod.Comparison] = field(default_factory=list)
+    registered_plan: str = ""
+    #: the twin campaign, and per policy and level the twin-sharpened interval beside the real-only one
+    twin_id: str = ""
+    twin: list[tuple[str, ppi.TwinSharpened]] = field(default_factory=list)
+    twin_note: str = ""  # why the campaign file's twin_campaign could not be used
+
+    @property
+    def anytime(self) -> bool:
+        """The levels' n was not fixed in advance and looked at once: a sequential campaign, or
+        one not finished yet (its numbers are looked at while trials come in)."""
+        return bool(self.curves) and any(lv.anytime for c in self.curves for lv in c.levels)
+
+    @property
+    def interval_kind(self) -> str:
+        return stats.SEQUENCE if self.anytime else stats.EXACT
 
     @property
     def black_box(self) -> bool:
@@ -57,10 +77,19 @@ class CampaignSummary:
         return list(self.record.axis_snapshot.get("in_distribution", [0]))
 
 
-def summarize(store: ResultsStore, campaign_id: str, confidence: float = stats.DEFAULT_CONFIDENCE) -> CampaignSummary:
+def summarize(store: ResultsStore, campaign_id: str, confidence: float = stats.DEFAULT_CONFIDENCE,
+              live: bool = False, twin: str | None = None) -> CampaignSummary:
+    """The campaign's numbers. `live`: for a view looked at while trials still come in (the
+    scorer's LevelScore, the console), always the confidence sequence. `twin`: a twin campaign
+    of the same policies, axis and levels that ran these trials' seeds (default: the campaign
+    file's `twin_campaign`), for the twin-sharpened intervals (ppi.py)."""
     record = store.campaign(campaign_id)
+    names = blind.shown_names(store, record)  # a blinded campaign's policies are letters here on
     threshold = campaign_mod.break_threshold(record)
+    sequential_rule = campaign_mod.adaptive_rule(record) is not None
+    anytime = live or sequential_rule or record.status != "done"
     counts = store.counts(campaign_id)
+    prefix = completed_counts(store, campaign_id) if sequential_rule else None
     snapshot_levels = record.axis_snapshot["levels"]
     curves = []
     for policy in record.policies:
@@ -74,25 +103,22 @@ def summarize(store: ResultsStore, campaign_id: str, confidence: float = stats.D
             pending += c["pending"]
             skipped += c["skipped"]
             aborted += c["aborted"]
+            n, successes = prefix[(policy, k)] if prefix is not None else (c["success"] + c["failure"] + c["timeout"],
+                                                                             c["success"])
             levels.append(stats.LevelStat(
-                level=k, n=c["success"] + c["failure"] + c["timeout"], successes=c["success"], invalid=c["invalid"],
-                in_distribution=lv["in_distribution"], distance=lv["distance"], side=lv["side"],
-                confidence=confidence, threshold=threshold))
+                level=k, n=n, successes=successes, invalid=c["invalid"], in_distribution=lv["in_distribution"],
+                distance=lv["distance"], side=lv["side"], confidence=confidence, threshold=threshold, anytime=anytime))
         mono = stats.monotonicity(levels) if record.axis_snapshot.get("regime") == "black_box" else None
-        curves.append(PolicyCurve(campaign_id, policy, levels, stats.break_levels(levels, threshold), mono,
-                                  pending, skipped, aborted))
-    comparisons = []
-    for a, b in itertools.combinations(curves, 2):
-        for sa in a.levels:
-            sb = b.level(sa.level)
-            if sb is not None and sa.n and sb.n:
-                comparisons.append((a.policy, b.policy,
-                                    stats.compare(sa.successes, sa.n, sb.successes, sb.n, sa.level, confidence)))
-    invalid = [{"trial_id": r.trial_id, "policy": r.policy, "level": r.level, "reason": r.reason}
-               for r in store.rows(campaign_id) if r.outcome == "invalid"]
+        curves.append(PolicyCurve(campaign_id, names[policy], levels, stats.break_levels(levels, threshold), mono,
+                                  pending, skipped, aborted, stats.guarantee(levels, threshold, confidence)))
+    rows = store.rows(campaign_id)
+    comparisons = compare_policies(rows, record.policies, confidence, names)
+    invalid = [{"trial_id": r.trial_id, "policy": names[r.policy], "level": r.level, "reason": r.reason}
+               for r in rows if r.outcome == "invalid"]
     checks: dict[tuple[str, int], dict[str, int]] = {}
     robot_stops: dict[tuple[str, int], dict[str, int]] = {}
-    for policy, level, outcome, details in store.result_details(campaign_id):
+    for name, level, outcome, details in store.result_details(campaign_id):
+        policy = names[name]
         if details.get("robot_stop"):
             entry = robot_stops.setdefault((policy, level), {"stops": 0})
             entry["stops"] += 1
@@ -103,7 +129,169 @@ def summarize(store: ResultsStore, campaign_id: str, confidence: float = stats.D
             entry["n"] += 1
             for k, v in flags.items():
                 entry[k] = entry.get(k, 0) + int(v)
-    operator = store.operator_counts(campaign_id)
+    operator = {(names[p], k): c for (p, k), c in store.operator_counts(campaign_id).items()}
     if not any(c["labelled"] or c["skipped"] or c["redone"] for c in operator.values()):
         operator = {}
-    return CampaignSummary(record, curves, comparisons, invalid, threshold, checks, operator, robot_stops)
+    registered, note = registered_comparisons(rows, record, names)
+    sharpened, twin_note = [], ""
+    if twin:  # asked for by name: a twin that does not fit is an error
+        sharpened = twin_sharpened(store, campaign_id, twin, confidence)
+    elif record.config.get("twin_campaign") and not blind.blinded(store, record):
+        twin = record.config["twin_campaign"]
+        try:
+            sharpened = twin_sharpened(store, campaign_id, twin, confidence)
+        except IndGenError as exc:  # named in the campaign file: the report says why it is not used
+            twin_note = str(exc)
+    return CampaignSummary(record, curves, comparisons, invalid, threshold, checks, operator, robot_stops,
+                           registered, note, twin or "", sharpened, twin_note)
+
+
+def twin_sharpened(store: ResultsStore, campaign_id: str, twin_id: str,
+                   confidence: float = stats.DEFAULT_CONFIDENCE) -> list[tuple[str, ppi.TwinSharpened]]:
+    """Per policy and level, the real-only and the twin-sharpened interval (ppi.py). The twin
+    campaign must be on the same axis and levels, run the same policy, and have run every seed
+    the real campaign ran (the same campaign seed and at least as many trials per level)."""
+    if twin_id == campaign_id:
+        raise IndGenError(f"campaign {campaign_id} cannot be its own twin")
+    real, twin = store.campaign(campaign_id), store.campaign(twin_id)
+    arms_of(store, [campaign_id, twin_id])  # one axis, the same levels and tasks
+    shared = [p for p in real.policies if p in twin.policies]
+    if not shared:
+        raise IndGenError(f"campaign {campaign_id} ({', '.join(real.policies)}) and its twin {twin_id} "
+                          f"({', '.join(twin.policies)}) share no policy; the twin runs the same policy")
+    real_rows, twin_rows = store.rows(campaign_id), store.rows(twin_id)
+    out = []
+    for policy in shared:
+        r, t = arm(real_rows, campaign_id, policy), arm(twin_rows, twin_id, policy)
+        for k in sorted(set(r.outcomes) & set(t.outcomes)):
+            out.append((policy, ppi.twin_sharpened(k, r.outcomes[k], t.outcomes[k], confidence)))
+    return out
+
+
+def registered_comparisons(rows, record: CampaignRecord, names: dict[str, str]) -> tuple[
+        list[comparisons_mod.Comparison], str]:
+    """The campaign file's pre-registered comparison, run exactly as registered: (results, a
+    sentence saying what was registered, or why it could not run)."""
+    plan = record.config.get("analysis")
+    if not plan:
+        return [], ""
+    what = (f"{' vs '.join(names[p] for p in plan['compare'])}, alpha {plan['alpha']:g} (Holm over levels and "
+            f"pairs), {plan['pairing']}" + (f", levels {plan['levels']}" if plan.get("levels") else ", every level"))
+    keep = set(plan["levels"]) if plan.get("levels") else None
+    arms = []
+    for policy in plan["compare"]:
+        a = arm(rows, record.id, policy, names[policy])
+        if keep is not None:
+            a = Arm(a.label, a.campaign_id, a.policy, {k: v for k, v in a.outcomes.items() if k in keep})
+        arms.append(a)
+    try:
+        return compare_arms(arms, 1 - plan["alpha"], plan["pairing"]), what
+    except IndGenError as exc:
+        return [], f"{what}: not run, {exc}"
+
+
+SCORED = ("success", "failure", "timeout")
+AUTO, PAIRED_ONLY, UNPAIRED_ONLY = "auto", "paired", "unpaired"
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One policy's scored trials in one campaign: what a comparison compares."""
+
+    label: str
+    campaign_id: str
+    policy: str
+    outcomes: dict[int, dict[int, bool]]  # level -> planned seed -> success
+
+
+def arm(rows, campaign_id: str, policy: str, label: str | None = None) -> Arm:
+    outcomes: dict[int, dict[int, bool]] = {}
+    for r in rows:
+        if r.policy == policy and r.outcome in SCORED:
+            outcomes.setdefault(r.level, {})[r.seed] = r.outcome == "success"
+    return Arm(label or policy, campaign_id, policy, outcomes)
+
+
+def compare_arms(arms, confidence: float = stats.DEFAULT_CONFIDENCE, pairing: str = AUTO) -> list[
+        comparisons_mod.Comparison]:
+    """Every pair of arms at every level both scored, Holm-adjusted over all of them. Trials
+    with the same planned seed are pairs (the same setup): with `pairing` AUTO a level is
+    compared paired when both arms ran the same seeds there, unpaired otherwise; PAIRED_ONLY
+    refuses a level whose seeds differ, UNPAIRED_ONLY ignores the pairing."""
+    out = []
+    for a, b in itertools.combinations(arms, 2):
+        for k in sorted(set(a.outcomes) & set(b.outcomes)):
+            oa, ob = a.outcomes[k], b.outcomes[k]
+            same = set(oa) == set(ob)
+            if pairing == PAIRED_ONLY and not same:
+                only = len(set(oa) ^ set(ob))
+                raise IndGenError(f"{a.label} and {b.label} did not run the same seeds at k={k} ({only} trial(s) "
+                                  "without a partner), so their trials are not pairs; compare them without --paired")
+            if same and pairing != UNPAIRED_ONLY:
+                out.append(comparisons_mod.paired(a.label, b.label, k, oa, ob, confidence))
+            else:
+                out.append(comparisons_mod.unpaired(a.label, b.label, k, sum(oa.values()), len(oa), sum(ob.values()),
+                                                    len(ob), confidence))
+    return comparisons_mod.holm(out)
+
+
+def compare_policies(rows, policies, confidence: float = stats.DEFAULT_CONFIDENCE,
+                     labels: dict[str, str] | None = None) -> list[comparisons_mod.Comparison]:
+    """The policies of one campaign against each other (they share the plan's seeds)."""
+    rows = list(rows)
+    labels = labels or {}
+    return compare_arms([arm(rows, "", p, labels.get(p)) for p in policies], confidence)
+
+
+def shown_labels(store: ResultsStore, campaign_ids) -> dict[tuple[str, str], str]:
+    """(campaign, policy) -> its letter, for the blinded campaigns among them."""
+    out = {}
+    for cid in campaign_ids:
+        record = store.campaign(cid)
+        for policy, name in blind.shown_names(store, record).items():
+            if name != policy:
+                out[(cid, policy)] = f"{cid}:{name}" if len(campaign_ids) > 1 else name
+    return out
+
+
+def refuse_hidden(store: ResultsStore, campaign_ids) -> None:
+    """A blinded campaign whose trials still run shows no rate anywhere (blind.py)."""
+    for cid in campaign_ids:
+        if blind.rates_hidden(store, store.campaign(cid)):
+            raise IndGenError(f"campaign {cid} is blind and not done: its rates stay hidden until it is done or "
+                              f"a person unblinds it (`indgen campaign unblind {cid} --by NAME`)")
+
+
+def registered_analysis(record: CampaignRecord) -> dict[str, Any] | None:
+    """The comparison the campaign file registered before its trials ran (campaign.AnalysisPlan)."""
+    return record.config.get("analysis")
+
+
+def arms_of(store: ResultsStore, campaign_ids, labels: dict[tuple[str, str], str] | None = None) -> list[Arm]:
+    """Every policy of the campaigns, checked to be comparable: one axis, the same levels with
+    the same parameters (an axis file edited between two campaigns makes its levels other
+    tasks). Named by policy, or campaign:policy where a policy appears twice."""
+    records = [store.campaign(cid) for cid in campaign_ids]
+    first = records[0]
+    for r in records[1:]:
+        if r.axis != first.axis:
+            raise IndGenError(f"campaigns {first.id} (axis {first.axis}) and {r.id} (axis {r.axis}) are on different "
+                              "axes; a comparison needs one axis")
+        ka, kb = sorted(map(int, first.axis_snapshot["levels"])), sorted(map(int, r.axis_snapshot["levels"]))
+        if ka != kb:
+            raise IndGenError(f"campaigns {first.id} and {r.id} ran different levels ({ka} and {kb}); compare "
+                              "campaigns over the same levels")
+        for k in ka:
+            if first.axis_snapshot["levels"][str(k)]["parameters"] != r.axis_snapshot["levels"][str(k)]["parameters"]:
+                raise IndGenError(f"level k={k} of axis {first.axis} is not the same task in {first.id} and {r.id} "
+                                  "(the axis file changed between them)")
+    pairs = [(r, p) for r in records for p in r.policies]
+    names = [p for _, p in pairs]
+    if len(pairs) < 2:
+        raise IndGenError(f"a comparison needs at least two policies; {first.id} ran only {first.policies[0]}")
+    labels = labels or {}
+    out = []
+    for r, p in pairs:
+        label = labels.get((r.id, p)) or (p if names.count(p) == 1 else f"{r.id}:{p}")
+        out.append(arm(store.rows(r.id), r.id, p, label))
+    return out

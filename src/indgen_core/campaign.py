@@ -15,8 +15,9 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from indgen_core import blind as blind_mod
 from indgen_core import paths, protocol
 from indgen_core import plan as plan_mod
 from indgen_core.axes import SLUG, Axis, AxisLibrary, Level, ParameterValue, library
@@ -29,9 +30,25 @@ EVALUATE, CERTIFY = "evaluate", "certify"
 
 
 class AdaptiveConfig(BaseModel):
+    """The sequential rule (plan.AdaptiveRule): a level stops once its anytime-valid evidence
+    shows it held or broken; trials_per_level is then the most a level may take."""
+
     model_config = ConfigDict(extra="forbid")
     enabled: bool = True
-    min_trials: int = Field(5, ge=1)
+    #: trials before a level may be decided (the evidence is valid from the first; more only
+    #: makes the rule slower)
+    min_trials: int = Field(1, ge=1)
+
+
+class AnalysisPlan(BaseModel):
+    """A comparison registered before the trials run (a blind A/B's primary analysis):
+    `indgen compare ID` and the report run exactly this one and say so."""
+
+    model_config = ConfigDict(extra="forbid")
+    compare: list[str] = Field(min_length=2, description="the policies compared, as named in `policies`")
+    alpha: float = Field(0.05, gt=0, lt=0.5, description="family-wise error over levels and pairs (Holm)")
+    pairing: Literal["auto", "paired", "unpaired"] = "paired"
+    levels: list[int] | None = Field(None, description="default: every level of the campaign")
 
 
 class CampaignConfig(BaseModel):
@@ -57,6 +74,34 @@ class CampaignConfig(BaseModel):
                                     "(the real FR3's levels certified in its twin)")
     group: str = ""
     break_threshold: float | None = Field(None, gt=0, lt=1)
+    blind: bool = Field(False, description="name the policies A, B, ... to the person, hide running rates "
+                        "(blind.py)")
+    analysis: AnalysisPlan | None = None
+    twin_campaign: str = Field("", description="id of a twin campaign of the same policy, axis and levels that ran "
+                               "these seeds: the report adds twin-sharpened intervals (ppi.py)")
+
+    @model_validator(mode="after")
+    def _blind_and_analysis(self) -> CampaignConfig:
+        if self.analysis is not None:
+            unknown = [p for p in self.analysis.compare if p not in self.policies]
+            if unknown:
+                raise ValueError(f"analysis compares {unknown}, which are not among the policies {self.policies}")
+            if self.levels is not None and self.analysis.levels is not None:
+                outside = sorted(set(self.analysis.levels) - set(self.levels))
+                if outside:
+                    raise ValueError(f"analysis names levels {outside}, which the campaign does not run")
+        if not self.blind:
+            return self
+        if len(self.policies) < 2:
+            raise ValueError("blind: true needs at least two policies to hide among")
+        if self.adaptive is not None and self.adaptive.enabled:
+            raise ValueError("a blind campaign cannot stop levels early (adaptive): a level that stops shows the "
+                             "person how it is going; drop one of the two")
+        named = [p for p in self.policies if p.lower() in self.name.lower()]
+        if named:
+            raise ValueError(f"a blind campaign's name must not contain a policy's name ({named[0]}): the console "
+                             "shows the name")
+        return self
 
     @field_validator("name", "world")
     @classmethod
@@ -86,6 +131,21 @@ class CampaignConfig(BaseModel):
 
 def load_campaign_config(path: str | Path) -> CampaignConfig:
     return load_model(path, CampaignConfig)
+
+
+def campaign_levels(config: CampaignConfig, axis: Axis, source: str = "config") -> list[int]:
+    """The levels the campaign runs (its `levels`, or every level of the axis), sorted."""
+    ks = config.levels if config.levels is not None else list(axis.level_range())
+    bad = [k for k in ks if k not in axis.level_range()]
+    if bad:
+        raise ConfigError(source, f"levels {bad} are outside the axis' range "
+                          f"{axis.spec.levels.min}..{axis.spec.levels.max}", field="levels")
+    return sorted(set(ks))
+
+
+def config_threshold(config: CampaignConfig, axis: Axis) -> float:
+    """The break threshold the campaign will use: its own, else the axis'."""
+    return config.break_threshold or axis.spec.break_threshold
 
 
 def _axis_snapshot(axis: Axis, levels: list[Level]) -> dict[str, Any]:
@@ -121,12 +181,7 @@ def plan_campaign(store: ResultsStore, config: CampaignConfig, campaign_id: str 
     if config.world not in axis.spec.worlds:
         raise ConfigError(source, f"axis '{axis.name}' is defined for worlds {axis.spec.worlds}, "
                           f"not '{config.world}'", field="world")
-    ks = config.levels if config.levels is not None else list(axis.level_range())
-    bad = [k for k in ks if k not in axis.level_range()]
-    if bad:
-        raise ConfigError(source, f"levels {bad} are outside the axis' range "
-                          f"{axis.spec.levels.min}..{axis.spec.levels.max}", field="levels")
-    levels = axis.levels(sorted(set(ks)))
+    levels = axis.levels(campaign_levels(config, axis, source))
     report = protocol.check_progression(axis, levels)
     structural = report.violations()
     if structural:
@@ -160,12 +215,16 @@ def plan_campaign(store: ResultsStore, config: CampaignConfig, campaign_id: str 
     campaign_id = paths.check_id(campaign_id) if campaign_id else new_campaign_id(config.name)
     distance = {lv.k: lv.distance for lv in levels}
     order = config.order or axis.spec.order
+    labels = blind_mod.assign_labels(config.policies, config.seed) if config.blind else {}
     trials = plan_mod.make_plan(config.policies, [lv.k for lv in levels], config.trials_per_level, config.seed,
-                                order, distance, config.seeds)
+                                order, distance, config.seeds, labels)
     now = time.time()
+    stored = config.model_dump()
+    if labels:
+        stored["blind_labels"] = labels  # the store keeps the mapping; nothing a person sees does
     record = CampaignRecord(
         id=campaign_id, name=config.name, axis=axis.name, world=config.world, purpose=config.purpose,
-        group_name=config.group, order_mode=order, seed=config.seed, config=config.model_dump(),
+        group_name=config.group, order_mode=order, seed=config.seed, config=stored,
         axis_snapshot=_axis_snapshot(axis, levels),
         protocol={"findings": [dataclasses.asdict(f) for f in report.findings], "summary": report.summary()},
         override_uncertified=override, override_reason=override_reason.strip() if override else "",
@@ -175,12 +234,16 @@ def plan_campaign(store: ResultsStore, config: CampaignConfig, campaign_id: str 
     return record
 
 
-def setup_for(record: CampaignRecord, trial: plan_mod.PlannedTrial) -> TaskSetup:
+def setup_for(record: CampaignRecord, trial: plan_mod.PlannedTrial, blind_view: bool = False) -> TaskSetup:
+    """The trial's setup. `blind_view`: for a node graph, where people see the setup, a blind
+    campaign's policy is named by its letter (the policy node routes letters to servers); an
+    executor in this process makes the policy by its name."""
     level = level_from_snapshot(record.axis_snapshot, trial.level)
+    policy = blind_mod.labels(record).get(trial.policy, trial.policy) if blind_view else trial.policy
     return TaskSetup(
         campaign_id=record.id, trial_id=trial.trial_id, world=record.world, axis=record.axis, level=trial.level,
         in_distribution=level.in_distribution, parameters=level.parameters, trial_index=trial.trial_index,
-        seed=trial.seed, policy=trial.policy, language_instruction=level.language_instruction or "",
+        seed=trial.seed, policy=policy, language_instruction=level.language_instruction or "",
         operator_instruction=level.operator_instruction, max_steps=int(record.config.get("max_steps", 0)),
         options=dict(record.config.get("world_options", {})),
     )
@@ -190,7 +253,7 @@ def adaptive_rule(record: CampaignRecord) -> plan_mod.AdaptiveRule | None:
     cfg = record.config.get("adaptive")
     if not cfg or not cfg.get("enabled", True):
         return None
-    return plan_mod.AdaptiveRule(threshold=break_threshold(record), min_trials=cfg.get("min_trials", 5))
+    return plan_mod.AdaptiveRule(threshold=break_threshold(record), min_trials=cfg.get("min_trials", 1))
 
 
 def break_threshold(record: CampaignRecord) -> float:

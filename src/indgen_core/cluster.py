@@ -30,7 +30,7 @@ from typing import Any
 from indgen_core import campaign as campaign_mod
 from indgen_core.errors import IndGenError, require
 from indgen_core.records import Outcome, TaskSetup, TrialResult
-from indgen_core.runner import Progress, RunSummary
+from indgen_core.runner import Progress, RunSummary, completed_counts
 from indgen_core.store import ResultsStore
 
 #: the scheduler must not re-run a task whose worker died (the driver does, and records the
@@ -122,21 +122,28 @@ def connect(address: str | None = None, workers: int = 0) -> Iterator[Any]:
 
 def run_campaign_cluster(store: ResultsStore, campaign_id: str, client, world_options: dict[str, Any] | None = None,
                          progress: Progress | None = None, max_attempts: int = 3) -> RunSummary:
-    """Run every pending trial of the campaign as tasks through `client`."""
+    """Run every pending trial of the campaign as tasks through `client`.
+
+    A sequential (adaptive) campaign keeps at most one trial per worker thread in flight,
+    submitted in plan order, and asks the rule before each submission; the rule sees only each
+    level's longest completed prefix of planned trials (runner.completed_counts), so the order
+    in which trials happen to finish (a success ends early, a failure runs to the step limit)
+    never steers a verdict."""
     from distributed import as_completed
 
     record = store.campaign(campaign_id)
-    if campaign_mod.adaptive_rule(record) is not None:
-        raise IndGenError("an adaptive campaign decides trial by trial: run it with --workers 1 and no --cluster")
+    rule = campaign_mod.adaptive_rule(record)
+    distance = {int(k): (lv["distance"], lv["side"]) for k, lv in record.axis_snapshot["levels"].items()}
     args = (record.world, json.dumps(dict(world_options or {}), sort_keys=True),
             json.dumps(dict(record.config.get("endpoints") or {}), sort_keys=True))
     summary = RunSummary(campaign_id)
     total = len(store.planned_trials(campaign_id))
-    todo = {t.trial_id: t for t in store.pending_trials(campaign_id)}
-    if not todo:
+    queue = list(store.pending_trials(campaign_id))
+    if not queue:
         return _finish(store, record, summary)
     _check_workers(client, record.world)
     store.set_status(campaign_id, "running")
+    window = max(sum(client.nthreads().values()), 1) if rule is not None else len(queue)
     tries: Counter[str] = Counter()
     held: dict[str, Any] = {}  # future key -> trial
 
@@ -148,7 +155,24 @@ def run_campaign_cluster(store: ResultsStore, campaign_id: str, client, world_op
         held[future.key] = trial
         return future
 
-    futures = as_completed([submit(trial) for trial in todo.values()], loop=client.loop)
+    def fill(futures) -> list:
+        """Submit queued trials in plan order up to the window, the rule skipping the decided."""
+        added = []
+        while queue and len(held) < window:
+            trial = queue.pop(0)
+            if rule is not None:
+                reason = rule.skip_reason(trial, completed_counts(store, campaign_id), distance)
+                if reason:
+                    store.skip_trial(campaign_id, trial.trial_id, reason)
+                    summary.skipped += 1
+                    continue
+            added.append(submit(trial))
+        if futures is not None:
+            for future in added:
+                futures.add(future)
+        return added
+
+    futures = as_completed(fill(None), loop=client.loop)
     try:
         for future in futures:
             trial = held.pop(future.key)
@@ -158,7 +182,8 @@ def run_campaign_cluster(store: ResultsStore, campaign_id: str, client, world_op
             else:
                 summary.aborted_attempts += 1
                 if tries[trial.trial_id] < max_attempts:
-                    futures.add(submit(trial))
+                    queue.insert(0, trial)  # first in line again: the prefix waits for it
+            fill(futures)
             if progress is not None:
                 progress(total - len(store.pending_trials(campaign_id)), total, trial, result)
     except ClusterError:

@@ -4,6 +4,7 @@ threshold dashed, and each policy's break level marked."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,7 +15,9 @@ DPI = 150
 IMAGE_SIZE = (int(FIGSIZE_IN[0] * DPI), int(FIGSIZE_IN[1] * DPI))  # (width, height) in pixels
 
 
-def success_curves(summaries: Sequence[CampaignSummary], path: Path, title: str | None = None) -> Path:
+@contextlib.contextmanager
+def _figure():
+    """A figure of the house size on the file-only backend, closed whatever happens."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -22,6 +25,21 @@ def success_curves(summaries: Sequence[CampaignSummary], path: Path, title: str 
 
     fig, ax = plt.subplots(figsize=FIGSIZE_IN, dpi=DPI)
     try:
+        yield fig, ax, plt
+    finally:
+        plt.close(fig)
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI)
+    return path
+
+
+def success_curves(summaries: Sequence[CampaignSummary], path: Path, title: str | None = None) -> Path:
+    with _figure() as (fig, ax, plt):
         threshold = summaries[0].threshold
         ids = sorted({k for s in summaries for k in s.in_distribution})
         all_levels = sorted({lv.level for s in summaries for c in s.curves for lv in c.levels})
@@ -46,7 +64,9 @@ def success_curves(summaries: Sequence[CampaignSummary], path: Path, title: str 
                 low = [lv.interval[0] * 100 for lv in pts]
                 high = [lv.interval[1] * 100 for lv in pts]
                 label = curve.policy + (f" ({s.record.id})" if names.count(curve.policy) > 1 else "")
-                ax.fill_between(x, low, high, color=color, alpha=0.15, lw=0)
+                ax.fill_between(x, low, high, color=color, alpha=0.15, lw=0,
+                                label=f"95% {'confidence sequence' if pts[0].anytime else 'exact interval'}"
+                                if i == 1 else None)
                 ax.plot(x, y, "-o", color=color, lw=2, ms=5, label=label)
                 for side, k in curve.breaks.point.items():
                     if k is None:
@@ -71,10 +91,38 @@ def success_curves(summaries: Sequence[CampaignSummary], path: Path, title: str 
             ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), framealpha=0.9)
         else:
             ax.legend(fontsize=8, loc="best", framealpha=0.9)
-        fig.tight_layout()
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=DPI)
-    finally:
-        plt.close(fig)
-    return path
+        return _save(fig, path)
+
+
+def difference_plot(comparisons, path: Path, axis: str) -> Path:
+    """`indgen compare`: per level, each pair's success difference (A - B) with its 95%
+    interval; a filled marker where Holm's adjustment shows one better."""
+    with _figure() as (fig, ax, plt):
+        pairs = list(dict.fromkeys((c.a, c.b) for c in comparisons))
+        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        width = 0.5 / max(len(pairs), 1)
+        for i, (a, b) in enumerate(pairs):
+            rows = [c for c in comparisons if (c.a, c.b) == (a, b)]
+            color = colors[i % len(colors)]
+            x = [c.level + (i - (len(pairs) - 1) / 2) * width for c in rows]
+            y = [c.difference * 100 for c in rows]
+            err = [[(c.difference - c.interval[0]) * 100 for c in rows], [(c.interval[1] - c.difference) * 100
+                                                                          for c in rows]]
+            ax.errorbar(x, y, yerr=err, fmt="none", ecolor=color, capsize=3, lw=1.5)
+            for xi, c in zip(x, rows, strict=True):
+                ax.plot([xi], [c.difference * 100], "o", color=color, ms=7,
+                        mfc=color if c.better else "white", mew=1.5)
+            ax.plot([], [], "o", color=color, label=f"{a} - {b}")
+        ax.axhline(0, color="0.4", lw=1, ls="--")
+        ax.plot([], [], "o", color="0.3", label="shown better (Holm)")
+        ax.plot([], [], "o", color="0.3", mfc="white", label="not shown")
+        levels = sorted({c.level for c in comparisons})
+        ax.set_xticks(levels)
+        ax.set_xticklabels([f"τ{k}" for k in levels])
+        ax.set_ylim(-103, 103)
+        ax.set_ylabel("difference in success rate (percentage points)")
+        ax.set_xlabel(f"level k along axis '{axis}'")
+        ax.set_title(f"Policy differences along '{axis}' with 95% intervals")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="best", framealpha=0.9)
+        return _save(fig, path)

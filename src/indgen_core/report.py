@@ -53,6 +53,7 @@ def level_rows(summary: CampaignSummary, curve: PolicyCurve) -> list[dict[str, A
 
 
 def _break_text(curve: PolicyCurve) -> str:
+    """The paper's point estimate (Table 1 uses it): the first level below the threshold."""
     parts = []
     for side in sorted(curve.breaks.point, reverse=True):
         name = {1: "k>0", -1: "k<0"}.get(side, "")
@@ -62,6 +63,21 @@ def _break_text(curve: PolicyCurve) -> str:
         text += f", k*={k_star}" if k_star is not None else ", k*: none (fails in distribution)"
         parts.append(f"{name}: {text}" if len(curve.breaks.point) > 1 else text)
     return "; ".join(parts) or "no levels outside the in-distribution set were run"
+
+
+def guarantee_text(curve: PolicyCurve) -> str:
+    """The claims with a stated error, per side."""
+    parts = []
+    for side, g in sorted(curve.guarantee.items(), reverse=True):
+        name = {1: "k>0", -1: "k<0"}.get(side, "")
+        parts.append(f"{name}: {g.describe()}" if len(curve.guarantee) > 1 else g.describe())
+    return "; ".join(parts) or "no level outside the in-distribution set was run"
+
+
+def comparison_rows(comparisons) -> list[dict[str, Any]]:
+    return [{"level": c.level, "a": c.a, "b": c.b, "difference": c.difference, "ci": list(c.interval),
+             "p_value": c.p_value, "p_holm": c.p_adjusted, "better": c.better, "method": c.method, "pairs": c.pairs,
+             "a_only": c.a_only, "b_only": c.b_only} for c in comparisons]
 
 
 def summary_json(summaries: Sequence[CampaignSummary]) -> dict[str, Any]:
@@ -85,9 +101,16 @@ def summary_json(summaries: Sequence[CampaignSummary]) -> dict[str, Any]:
                     "reversals": [vars(r) | {"significant": r.significant} for r in c.monotonicity.reversals],
                 },
                 "pending": c.pending, "skipped": c.skipped, "aborted_attempts": c.aborted_attempts,
+                "guarantee": {str(side): {"held_through": g.held_through, "broken_at": g.broken_at,
+                                          "next_level": g.next_level, "alpha_each": g.alpha_each}
+                              for side, g in c.guarantee.items()},
             } for c in s.curves],
-            "comparisons": [{"a": a, "b": b, "level": cmp.level, "difference": cmp.difference,
-                             "ci": list(cmp.interval), "p_value": cmp.p_value} for a, b, cmp in s.comparisons],
+            "interval": s.interval_kind,
+            "comparisons": comparison_rows(s.comparisons),
+            "registered_analysis": {"plan": s.registered_plan, "comparisons": comparison_rows(s.registered)}
+            if s.registered_plan else None,
+            "blind": bool(s.record.config.get("blind")),
+            "twin": {"campaign_id": s.twin_id, "note": s.twin_note, "levels": twin_rows(s)} if s.twin_id else None,
             "invalid_trials": s.invalid,
             "operator": [{"policy": p, "level": k, **c} for (p, k), c in sorted(s.operator.items())],
             "robot_stops": [{"policy": p, "level": k, **c} for (p, k), c in sorted(s.robot_stops.items())],
@@ -118,9 +141,12 @@ def markdown(summaries: Sequence[CampaignSummary], plot_names: Sequence[str], im
         if r.override_uncertified:
             lines.append(f"- **uncertified levels scored by explicit override**: {r.override_reason}")
         lines.append("")
+        lines += [f"Intervals: 95% {s.interval_kind}. Verdicts: held / broken when the trials show the rate at or "
+                  f"above / below {s.threshold:.0%}, each claim at 2.5%.", ""]
         for c in s.curves:
-            lines += [f"### Policy `{c.policy}`: {_break_text(c)}", "",
-                      "| k | parameters | n | successes | rate | 95% CI | verdict | |",
+            lines += [f"### Policy `{c.policy}`: {_break_text(c)} (point estimate)", "",
+                      f"With a stated error: {guarantee_text(c)}.", "",
+                      "| k | parameters | n | successes | rate | 95% interval | verdict | |",
                       "|---|---|---|---|---|---|---|---|"]
             for row in level_rows(s, c):
                 lines.append(f"| {row['k']} | {row['parameters']} | {row['n']} | {row['successes']} | "
@@ -132,13 +158,15 @@ def markdown(summaries: Sequence[CampaignSummary], plot_names: Sequence[str], im
             if c.pending or c.skipped or c.aborted_attempts:
                 lines += [f"Pending trials: {c.pending}; skipped by the adaptive rule: {c.skipped}; "
                           f"aborted attempts (re-run): {c.aborted_attempts}", ""]
+        if s.registered_plan:
+            lines += [f"### Pre-registered analysis: {s.registered_plan}", "",
+                      "(registered in the campaign file before any trial ran; the table below it is exploratory)", ""]
+            if s.registered:
+                lines += comparison_markdown(s.registered, "registered")
         if s.comparisons:
-            lines += ["### Policy comparisons (Fisher exact, Newcombe 95% CI of the difference)", "",
-                      "| k | A | B | A - B | 95% CI | p |", "|---|---|---|---|---|---|"]
-            for a, b, cmp in s.comparisons:
-                lines.append(f"| {cmp.level} | {a} | {b} | {cmp.difference:+.0%} | "
-                             f"[{cmp.interval[0]:+.0%}, {cmp.interval[1]:+.0%}] | {cmp.p_value:.3g} |")
-            lines.append("")
+            lines += comparison_markdown(s.comparisons)
+        if s.twin or s.twin_note:
+            lines += twin_markdown(s)
         if s.checks:
             names = sorted({k for entry in s.checks.values() for k in entry if k != "n"})
             lines += ["### Success checks per level (how often each held)", "",
@@ -187,6 +215,48 @@ th{background:#f3f3f3}td:nth-child(2){text-align:left}img{max-width:100%}.levels
 code{background:#f3f3f3;padding:1px 4px}"""
 
 
+def twin_rows(summary: CampaignSummary) -> list[dict[str, Any]]:
+    return [{"policy": p, "k": t.level, "real_n": t.real_n, "real_successes": t.real_successes,
+             "real_only_ci": list(t.real_only), "twin_n": t.twin_n, "twin_successes": t.twin_successes,
+             "pairs": t.pairs, "agreement": t.agreement, "estimate": t.estimate, "twin_sharpened_ci": list(t.interval),
+             "width_ratio": _num(t.width_ratio)} for p, t in summary.twin]
+
+
+def twin_markdown(summary: CampaignSummary) -> list[str]:
+    """The twin-sharpened intervals beside the real-only ones (ppi.py)."""
+    lines = [f"### With the twin's help: campaign `{summary.twin_id}` (prediction-powered)", ""]
+    if summary.twin_note:
+        return [*lines, f"Not used: {summary.twin_note}.", ""]
+    lines += ["The twin's rate over all its trials plus the real-minus-twin difference over the paired trials (the "
+              "real trials' seeds, which the twin ran too), with exact bounds on both joined by the union bound: 95% "
+              "at every n. Width ratio below 1: the twin narrowed the interval.", "",
+              "| policy | k | real | real-only 95% (exact) | twin | pairs | agreement | estimate | with the twin 95% "
+              "| width ratio |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for row in twin_rows(summary):
+        lo, hi = row["real_only_ci"]
+        tlo, thi = row["twin_sharpened_ci"]
+        lines.append(f"| {row['policy']} | {row['k']} | {row['real_successes']}/{row['real_n']} | [{lo:.0%}, {hi:.0%}] "
+                     f"| {row['twin_successes']}/{row['twin_n']} | {row['pairs']} | {row['agreement']:.0%} | "
+                     f"{row['estimate']:.0%} | [{tlo:.0%}, {thi:.0%}] | {row['width_ratio']:.2f} |")
+    return [*lines, ""]
+
+
+def comparison_markdown(comparisons, title: str = "") -> list[str]:
+    """Paired levels (same planned seeds: exact McNemar, Tango's interval) show their pairs;
+    unpaired ones (Boschloo, Newcombe's interval) their trials."""
+    conf = f"{1 - comparisons[0].alpha:.0%}"
+    head = [] if title else ["### Policy comparisons (p adjusted by Holm over every level and pair)", ""]
+    lines = [*head, f"| k | A | B | method | pairs (A only, B only) or trials | A - B | {conf} CI | p | Holm p | "
+             "better |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for c in comparisons:
+        method, pairs = ("paired", f"{c.pairs} ({c.a_only}, {c.b_only})") if c.pairs else \
+            ("unpaired", f"{c.n_a} / {c.n_b} trials")
+        lines.append(f"| {c.level} | {c.a} | {c.b} | {method} | {pairs} | {c.difference:+.0%} | "
+                     f"[{c.interval[0]:+.0%}, {c.interval[1]:+.0%}] | {c.p_value:.3g} | {c.p_adjusted:.3g} | "
+                     f"{c.better or '-'} |")
+    return [*lines, ""]
+
+
 def _md_to_html(md: str, files: dict[str, Path]) -> str:
     """Just enough Markdown for our own reports (headings, lists, tables, images, code)."""
     out, table = [], []
@@ -228,8 +298,9 @@ def _md_to_html(md: str, files: dict[str, Path]) -> str:
     return "\n".join(out)
 
 
-def write_report(store: ResultsStore, campaign_ids: Sequence[str], out_dir: Path) -> ReportFiles:
-    summaries = [summarize(store, cid) for cid in campaign_ids]
+def write_report(store: ResultsStore, campaign_ids: Sequence[str], out_dir: Path,
+                 twin: str | None = None) -> ReportFiles:
+    summaries = [summarize(store, cid, twin=twin) for cid in campaign_ids]
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     plot = plots.success_curves(summaries, out_dir / "success_per_level.png")
@@ -275,8 +346,9 @@ def print_table(summaries: Sequence[CampaignSummary], console=None) -> None:
     console = console or Console(width=None if sys.stdout.isatty() else 120)
     for s in summaries:
         for c in s.curves:
-            table = Table(title=f"{s.record.id}: {c.policy} on '{s.record.axis}' ({s.record.world}) - {_break_text(c)}")
-            for col in ("k", "parameters", "n", "succ.", "rate", "95% CI", "verdict", ""):
+            table = Table(title=f"{s.record.id}: {c.policy} on '{s.record.axis}' ({s.record.world}) - {_break_text(c)}",
+                          caption=f"with a stated error: {guarantee_text(c)}; intervals: 95% {s.interval_kind}")
+            for col in ("k", "parameters", "n", "succ.", "rate", "95% interval", "verdict", ""):
                 table.add_column(col, justify="left" if col == "parameters" else "right")
             for row in level_rows(s, c):
                 style = "bold red" if "BREAK" in row["tags"] else ("dim" if row["n"] == 0 else "")
@@ -286,6 +358,22 @@ def print_table(summaries: Sequence[CampaignSummary], console=None) -> None:
             console.print(table)
             if c.monotonicity is not None:
                 console.print(f"  monotonicity (black-box): {c.monotonicity.describe()}")
+        if s.twin:
+            table = Table(title=f"{s.record.id} with the twin's help (campaign {s.twin_id}, prediction-powered)",
+                          caption="exact bounds on the twin's rate and the real-minus-twin difference, joined: 95% "
+                          "at every n; width ratio below 1: the twin narrowed the interval")
+            for col in ("policy", "k", "real", "real-only 95%", "twin", "agreement", "estimate", "with the twin 95%",
+                        "width ratio"):
+                table.add_column(col, justify="right")
+            for row in twin_rows(s):
+                table.add_row(row["policy"], str(row["k"]), f"{row['real_successes']}/{row['real_n']}",
+                              "[{:.0%}, {:.0%}]".format(*row["real_only_ci"]),
+                              f"{row['twin_successes']}/{row['twin_n']}", f"{row['agreement']:.0%}",
+                              f"{row['estimate']:.0%}", "[{:.0%}, {:.0%}]".format(*row["twin_sharpened_ci"]),
+                              f"{row['width_ratio']:.2f}")
+            console.print(table)
+        elif s.twin_note:
+            console.print(f"  twin campaign {s.twin_id} not used: {s.twin_note}")
         if s.record.override_uncertified:
             console.print(f"  [yellow]uncertified levels scored by override:[/] {s.record.override_reason}")
         if s.invalid:

@@ -41,10 +41,24 @@ class RunSummary:
 
 
 def completed_counts(store: ResultsStore, campaign_id: str) -> dict[tuple[str, int], tuple[int, int]]:
-    """(policy, level) -> (scored trials, successes) from the store."""
+    """(policy, level) -> (scored trials, successes) over the longest completed prefix of the
+    level's planned trials (by trial index): a trial finished out of order (on a cluster, a
+    success ends before a failure that started earlier) counts once every trial before it is
+    done. Finished trials that are not scored (invalid, skipped by the person) are passed over;
+    the first pending or rule-skipped trial ends the prefix."""
+    by_level: dict[tuple[str, int], list] = {}
+    for row in store.rows(campaign_id):
+        by_level.setdefault((row.policy, row.level), []).append(row)
     out = {}
-    for key, c in store.counts(campaign_id).items():
-        out[key] = (c["success"] + c["failure"] + c["timeout"], c["success"])
+    for key, rows in by_level.items():
+        n = s = 0
+        for row in sorted(rows, key=lambda r: r.trial_index):
+            if row.status != "done":
+                break
+            if row.outcome in ("success", "failure", "timeout"):
+                n += 1
+                s += row.outcome == "success"
+        out[key] = (n, s)
     return out
 
 
@@ -69,7 +83,7 @@ def run_campaign(store: ResultsStore, campaign_id: str, execute: Executor, progr
                  commit: Callable[[TrialResult], bool] | None = None,
                  should_stop: Callable[[], bool] | None = None,
                  on_wait: Callable[[str, float], None] | None = None,
-                 max_aborts_per_trial: int = 0) -> RunSummary:
+                 max_aborts_per_trial: int = 0, blind_view: bool = False) -> RunSummary:
     """Run the pending trials in plan order until none is left (or `should_stop()`).
 
     `commit(result)` records a result and says whether it was final (default: straight into
@@ -78,7 +92,8 @@ def run_campaign(store: ResultsStore, campaign_id: str, execute: Executor, progr
     `on_wait`); with max_consecutive_aborts > 0 the campaign stops after that many in a row,
     with 0 it keeps waiting (the world or policy server will come back). With
     max_aborts_per_trial > 0 a trial aborted that many times in this run stops the campaign: on
-    a real robot a fault that keeps coming back needs a person.
+    a real robot a fault that keeps coming back needs a person. `blind_view`: setups name a
+    blind campaign's policies by letter (a node graph, where people see them).
     """
     record = store.campaign(campaign_id)
     rule = campaign_mod.adaptive_rule(record)
@@ -94,7 +109,7 @@ def run_campaign(store: ResultsStore, campaign_id: str, execute: Executor, progr
         summary.skipped += skipped
         if trial is None:
             break
-        setup = campaign_mod.setup_for(record, trial)
+        setup = campaign_mod.setup_for(record, trial, blind_view)
         try:
             result = execute(setup)
         except StopCampaign:

@@ -1,40 +1,71 @@
-"""Statistics of a campaign, from maintained libraries (statsmodels, scipy).
+"""Statistics of a campaign's levels, from maintained libraries (statsmodels, scipy) and the
+anytime-valid sequence of `sequential.py`.
 
-- per-level success with the Wilson score interval (statsmodels `proportion_confint`);
-- the break level: the first level, walking away from the in-distribution levels, whose
-  success rate is below the threshold (20% in the paper), by point estimate and, more
-  conservatively, by the interval's upper bound; k*, the last level held before it;
-- two policies at one level: Fisher's exact test and the Newcombe interval of the difference;
-- monotonicity across levels (Appendix B, black-box regime): does success fall as the task
-  moves away from tau_0? Point-estimate reversals, each tested with a one-sided Fisher test,
-  and an overall Kendall tau trend test on the trial outcomes.
+- per-level success with an interval that says what it guarantees: for a campaign whose n was
+  fixed in advance and is reported once, the exact Clopper-Pearson interval (statsmodels
+  `proportion_confint(method="beta")`: at least 95% coverage at every n and rate, where
+  Wilson's falls to about 90% at n = 10 for a rate of 0.01); for a level decided by the
+  sequential rule, or any view looked at while trials still come in, the confidence sequence
+  (valid at every n at once);
+- each level's verdict: held (the rate is shown at or above the threshold), broken (shown
+  below it) or undecided, each claim at 2.5% (exact binomial tests for a fixed n, the
+  sequence's evidence otherwise);
+- the break level: the paper's point estimate (the first level, walking away from the
+  in-distribution levels, whose rate is below the threshold; k*, the last level before it),
+  and the claims with a family-wise guarantee (`guarantee`): "held at every level through
+  k*", by fixed-sequence testing outward from tau_0, and "broken at k", the next level, as its
+  own test;
+- monotonicity across levels (Appendix B, black-box regime).
+
+Comparisons of policies live in comparisons.py.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from scipy import stats as _sps
-from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
+from statsmodels.stats.proportion import proportion_confint
+
+from indgen_core import sequential
+from indgen_core.sequential import BROKEN, HELD, UNDECIDED
 
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_THRESHOLD = 0.2
+EXACT = "exact (Clopper-Pearson), n fixed in advance"
+SEQUENCE = "confidence sequence (Robbins' mixture), valid at every n"
 
-HELD, BROKEN, UNDECIDED = "held", "broken", "undecided"
 
-
-def wilson(successes: int, n: int, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:
-    """Wilson score interval of successes / n; (0, 1) when there are no trials."""
+def exact_interval(successes: int, n: int, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:
+    """Clopper-Pearson interval of successes / n (each tail at (1 - confidence) / 2); (0, 1)
+    with no trials."""
     if n < 0 or successes < 0 or successes > n:
         raise ValueError(f"need 0 <= successes <= n, got {successes}/{n}")
     if n == 0:
         return 0.0, 1.0
-    low, high = proportion_confint(successes, n, alpha=1 - confidence, method="wilson")
+    low, high = proportion_confint(successes, n, alpha=1 - confidence, method="beta")
     return max(0.0, float(low)), min(1.0, float(high))
+
+
+def exact_p(successes: int, n: int, p0: float, side: str) -> float:
+    """One-sided exact binomial p-value for "the rate is above p0" (UPPER: P(S >= s | p0)) or
+    "below p0" (LOWER: P(S <= s | p0))."""
+    if side == sequential.UPPER:
+        return float(_sps.binom.sf(successes - 1, n, p0))
+    return float(_sps.binom.cdf(successes, n, p0))
+
+
+def shows(successes: int, n: int, threshold: float, side: str, alpha: float, anytime: bool) -> bool:
+    """Whether the level's trials show its rate above (UPPER) or below (LOWER) the threshold
+    at `alpha`: an exact test for a fixed n, the sequence's evidence when n was not fixed."""
+    if n == 0:
+        return False
+    if anytime:
+        return sequential.claims(successes, n, threshold, side, alpha)
+    return exact_p(successes, n, threshold, side) <= alpha
 
 
 @dataclass(frozen=True)
@@ -48,6 +79,9 @@ class LevelStat:
     side: int = 0
     confidence: float = DEFAULT_CONFIDENCE
     threshold: float = DEFAULT_THRESHOLD
+    #: the level's n was not fixed in advance (the sequential rule decided it) or the numbers are
+    #: looked at while trials still come in: the confidence sequence, not a fixed-n interval
+    anytime: bool = False
 
     @property
     def rate(self) -> float:
@@ -55,17 +89,22 @@ class LevelStat:
 
     @property
     def interval(self) -> tuple[float, float]:
-        return wilson(self.successes, self.n, self.confidence)
+        if self.anytime:
+            return sequential.confidence_sequence(self.successes, self.n, self.confidence)
+        return exact_interval(self.successes, self.n, self.confidence)
+
+    @property
+    def interval_kind(self) -> str:
+        return SEQUENCE if self.anytime else EXACT
 
     @property
     def verdict(self) -> str:
-        """held / broken when the whole interval lies on one side of the threshold."""
-        if self.n == 0:
-            return UNDECIDED
-        low, high = self.interval
-        if low >= self.threshold:
+        """held / broken when the trials show the rate above / below the threshold, each claim
+        at (1 - confidence) / 2."""
+        alpha = (1 - self.confidence) / 2
+        if shows(self.successes, self.n, self.threshold, sequential.UPPER, alpha, self.anytime):
             return HELD
-        if high < self.threshold:
+        if shows(self.successes, self.n, self.threshold, sequential.LOWER, alpha, self.anytime):
             return BROKEN
         return UNDECIDED
 
@@ -99,9 +138,10 @@ def break_levels(levels: Sequence[LevelStat], threshold: float = DEFAULT_THRESHO
     Each side is walked from the in-distribution levels outward (in-distribution levels
     first, in the order of k along that side), so a policy that already fails in distribution
     breaks there. Point: the first level whose success rate is below the threshold (the
-    paper's "breaks at"). Conservative: the first level whose whole Wilson interval lies below
-    it. k*: the last level before the point break (None when the very first level breaks; the
-    last tested level when nothing breaks).
+    paper's "breaks at"). Conservative: the first level whose whole interval lies below it. k*:
+    the last level before the point break (None when the very first level breaks; the last
+    tested level when nothing breaks). These are estimates; `guarantee` makes the claims that
+    come with a stated error.
     """
     point: dict[int, int | None] = {}
     conservative: dict[int, int | None] = {}
@@ -121,33 +161,58 @@ def break_levels(levels: Sequence[LevelStat], threshold: float = DEFAULT_THRESHO
 
 
 @dataclass(frozen=True)
-class Comparison:
-    level: int
-    a: tuple[int, int]
-    b: tuple[int, int]
-    difference: float
-    interval: tuple[float, float]
-    p_value: float
+class SideGuarantee:
+    """One side of an axis, claims that hold together with probability 1 - 2 x alpha_each."""
 
-    @property
-    def significant(self) -> bool:
-        return self.p_value < 0.05
+    side: int
+    held_through: int | None  # k*: every level from tau_0 out to it shown held (None: not even tau_0)
+    broken_at: int | None  # the next level, shown broken by its own test (None: not shown)
+    next_level: int | None  # the first level not shown held (not called broken unless broken_at says so)
+    alpha_each: float
+
+    def describe(self) -> str:
+        conf = 1 - 2 * self.alpha_each
+        held = (f"held at every level through k={self.held_through}" if self.held_through is not None
+                else "not shown held even in distribution")
+        if self.broken_at is not None:
+            broken = f"broken at k={self.broken_at}"
+        elif self.next_level is not None:
+            broken = f"k={self.next_level} not shown held, nor broken"
+        else:
+            broken = "no level left untested beyond it"
+        return f"{held}; {broken} ({conf:.0%} for both claims on this side)"
 
 
-def compare(a_successes: int, a_n: int, b_successes: int, b_n: int, level: int = 0,
-            confidence: float = DEFAULT_CONFIDENCE) -> Comparison:
-    """Policy A vs policy B at one level: Fisher's exact test (two-sided) and the Newcombe
-    hybrid-score interval of rate_A - rate_B."""
-    if a_n == 0 or b_n == 0:
-        raise ValueError("both policies need at least one scored trial at the level")
-    table = [[a_successes, a_n - a_successes], [b_successes, b_n - b_successes]]
-    _, p = _sps.fisher_exact(table, alternative="two-sided")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        low, high = confint_proportions_2indep(a_successes, a_n, b_successes, b_n, method="newcomb",
-                                               compare="diff", alpha=1 - confidence)
-    return Comparison(level, (a_successes, a_n), (b_successes, b_n), a_successes / a_n - b_successes / b_n,
-                      (float(low), float(high)), float(p))
+def guarantee(levels: Sequence[LevelStat], threshold: float = DEFAULT_THRESHOLD,
+              confidence: float = DEFAULT_CONFIDENCE) -> dict[int, SideGuarantee]:
+    """Per side of the axis, "held at every level through k*" and "broken at k", with a
+    family-wise guarantee: alpha = 1 - confidence is split between the two claims (alpha/2
+    each). Held: fixed-sequence testing (Maurer, Hothorn and Lehmacher 1995) from the
+    in-distribution levels outward, each level's "at or above the threshold" at alpha/2,
+    stopping at the first level not shown held; testing in a fixed order at the full alpha/2
+    keeps the chance of any false "held" at alpha/2. Broken: that first level's own test of
+    "below the threshold" at alpha/2; the first level not shown held is not called broken
+    otherwise. Each side's pair of claims holds at `confidence`; on a two-sided axis both sides
+    at once hold at 1 - 2 x alpha (the union bound), said as such."""
+    alpha_each = (1 - confidence) / 2
+    ids = [s for s in levels if s.side == 0 and s.n > 0]
+    out = {}
+    for side, outer in _sides(levels).items():
+        chain = sorted(ids, key=lambda s: s.level * side) + outer
+        held, next_level = None, None
+        for s in chain:
+            if shows(s.successes, s.n, threshold, sequential.UPPER, alpha_each, s.anytime):
+                held = s.level
+                continue
+            next_level = s
+            break
+        broken = None
+        if next_level is not None and shows(next_level.successes, next_level.n, threshold, sequential.LOWER,
+                                            alpha_each, next_level.anytime):
+            broken = next_level.level
+        out[side] = SideGuarantee(side, held, broken, next_level.level if next_level is not None else None,
+                                  alpha_each)
+    return out
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,11 @@
-"""`indgen campaign list | plan | run | status | resume | export`"""
+"""`indgen campaign list | plan | run | status | resume | unblind | export`"""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from indgen_core import paths
+from indgen_core import blind, paths
 from indgen_core.cli.common import add_db_option, open_store
 
 
@@ -33,6 +33,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         pp.add_argument("--reason", default="", help="why uncertified levels are acceptable (required with the above)")
         if name == "run":
             _workers_option(pp)
+        else:
+            pp.add_argument("--expect", nargs="+", default=[], metavar="K=RATE",
+                            help="the success rate you expect at level K (e.g. 0=0.9 3=0.4); levels without one are "
+                            "sized against the threshold +- 0.15")
+            pp.add_argument("--trial-s", type=float, default=60.0, metavar="SECONDS",
+                            help="seconds one trial takes, reset included, for the robot time (default 60)")
+            pp.add_argument("--size-only", action="store_true",
+                            help="print how many trials each level needs and write nothing")
         add_db_option(pp)
         pp.set_defaults(func=func)
 
@@ -44,6 +52,14 @@ def register(sub: argparse._SubParsersAction) -> None:
             _workers_option(sp)
         add_db_option(sp)
         sp.set_defaults(func=func)
+
+    up = csub.add_parser("unblind", help="reveal which policy each letter of a blind campaign is",
+                         description="Reveal the policies behind the letters of a blind campaign. The store records "
+                         "who unblinded it and when; from then on reports and comparisons name the policies.")
+    up.add_argument("id", help="campaign id")
+    up.add_argument("--by", required=True, metavar="NAME", help="who unblinds it (recorded)")
+    add_db_option(up)
+    up.set_defaults(func=cmd_unblind)
 
     ep = csub.add_parser("export", help="every trial with its result as CSV or JSON",
                          description="Export every planned trial with its result (CSV), or with the campaign, "
@@ -66,7 +82,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         for c in store.campaigns():
             rows = store.rows(c.id)
             done = sum(r.status != "pending" for r in rows)
-            table.add_row(c.id, c.axis, c.world, ", ".join(c.policies), c.purpose, c.status, f"{done}/{len(rows)}")
+            table.add_row(c.id, c.axis, c.world, ", ".join(blind.shown_names(store, c).values()), c.purpose, c.status,
+                          f"{done}/{len(rows)}")
         Console(width=200).print(table)
     return 0
 
@@ -83,9 +100,59 @@ def _plan(args: argparse.Namespace, store):
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    _print_sizes(args)
+    if args.size_only:
+        return 0
     with open_store(args) as store:
         _plan(args, store)
     return 0
+
+
+def _print_sizes(args: argparse.Namespace) -> None:
+    """The planner's table: per level, trials for a fixed exact design and under the
+    sequential rule, and the robot time both take (planner.py)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from indgen_core import planner
+    from indgen_core.axes import library
+    from indgen_core.campaign import campaign_levels, config_threshold, load_campaign_config
+
+    config = load_campaign_config(args.config)
+    axis = library().get(config.axis)
+    adaptive = bool(config.adaptive and config.adaptive.enabled)
+    threshold = config_threshold(config, axis)
+    plan = planner.plan_levels(campaign_levels(config, axis, str(args.config)), threshold, config.trials_per_level,
+                               adaptive, planner.parse_expect(args.expect), len(config.policies), args.trial_s)
+    conf, power = f"{plan.confidence:.0%}", f"{plan.power:.0%}"
+    table = Table(title=f"trials per level to tell the rate from the threshold {threshold:g} ({conf} confidence, "
+                  f"{power} power)", caption=f"fixed: exact one-sided binomial test sized in advance; sequential: "
+                  f"the adaptive rule (anytime-valid), {planner.SIMULATED_RUNS} simulated runs per level, "
+                  "at most the cap")
+    for col in ("k", "planned rate", "fixed design", "sequential mean", "sequential p90", "cap",
+                "undecided at cap"):
+        table.add_column(col, justify="right")
+    for lv in plan.levels:
+        table.add_row(str(lv.level), " or ".join(f"{r:g}" for r in lv.rates), str(lv.fixed),
+                      f"{lv.sequential.mean:.1f}", str(lv.sequential.p90), str(lv.cap),
+                      f"{lv.sequential.undecided:.0%}")
+    console = Console(width=200)
+    console.print(table)
+    who = f"{plan.policies} policies" if plan.policies > 1 else "1 policy"
+    fixed_h = plan.robot_hours([lv.fixed for lv in plan.levels])
+    seq_h = plan.robot_hours([lv.sequential.mean for lv in plan.levels])
+    written_h = plan.robot_hours([config.trials_per_level] * len(plan.levels))
+    console.print(f"robot time at {args.trial_s:g} s per trial for {who}: fixed design {fixed_h:.1f} h, "
+                  f"sequential rule {seq_h:.1f} h on average; as written ({config.trials_per_level} per level"
+                  f"{', adaptive' if adaptive else ''}) at most {written_h:.1f} h")
+    short = [lv.level for lv in plan.levels if not adaptive and config.trials_per_level < lv.fixed]
+    if short:
+        console.print(f"[yellow]note:[/] trials_per_level {config.trials_per_level} is fewer than the fixed design "
+                      f"needs at levels {short}: those verdicts will often stay undecided")
+    undecided = [lv.level for lv in plan.levels if adaptive and lv.sequential.undecided > 0.2]
+    if undecided:
+        console.print(f"[yellow]note:[/] with a cap of {config.trials_per_level} trials, levels {undecided} stay "
+                      "undecided in more than 20% of runs; raise trials_per_level")
 
 
 def _workers_option(p: argparse.ArgumentParser) -> None:
@@ -130,12 +197,7 @@ def _run(store, campaign_id: str, workers: int = 1, cluster: str | None = None) 
     record = store.campaign(campaign_id)
     total = len(store.planned_trials(campaign_id))
     if cluster or workers != 1:
-        from indgen_core import campaign as campaign_mod
         from indgen_core import cluster as cluster_mod
-        from indgen_core.errors import IndGenError
-
-        if campaign_mod.adaptive_rule(record) is not None:  # before a cluster is started or joined
-            raise IndGenError("an adaptive campaign decides trial by trial: run it with --workers 1 and no --cluster")
 
         with cluster_mod.connect(cluster, workers or cluster_mod.default_workers()) as client, \
                 ProgressPrinter(total, f"campaign {campaign_id}") as bar:
@@ -151,7 +213,10 @@ def _run(store, campaign_id: str, workers: int = 1, cluster: str | None = None) 
                                            done, f"{trial.trial_id}: {res.outcome.name.lower()}"))
         finally:
             executor.close()
-    print_table([summarize(store, campaign_id)])
+    if blind.rates_hidden(store, store.campaign(campaign_id)):
+        print(f"blind campaign: its rates stay hidden until it is done (`indgen campaign resume {campaign_id}`)")
+    else:
+        print_table([summarize(store, campaign_id)])
     print(f"ran {summary.ran} trials, skipped {summary.skipped}, {summary.remaining} pending; "
           f"`indgen report {campaign_id}` writes the report")
     return 0
@@ -164,6 +229,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         c = store.campaign(args.id)
         counts = store.counts(args.id)
+        names, hidden = blind.shown_names(store, c), blind.rates_hidden(store, c)
         console = Console(width=200)
         console.print(f"[bold]{c.id}[/]: axis {c.axis}, world {c.world}, purpose {c.purpose}, status {c.status}, "
                       f"order {c.order_mode}, seed {c.seed}")
@@ -173,19 +239,37 @@ def cmd_status(args: argparse.Namespace) -> int:
         for col in ("policy", "k", "planned", "success", "failure", "timeout", "invalid", "pending", "skipped",
                     "aborted attempts"):
             table.add_column(col, justify="right")
-        for (policy, k), n in sorted(counts.items(), key=lambda kv: (kv[0][0], kv[0][1])):
-            table.add_row(policy, str(k), *(str(n[f]) for f in ("planned", "success", "failure", "timeout",
-                                                                 "invalid", "pending", "skipped", "aborted")))
+        for (policy, k), n in sorted(counts.items(), key=lambda kv: (names[kv[0][0]], kv[0][1])):
+            table.add_row(names[policy], str(k), *("hidden" if hidden and f in ("success", "failure", "timeout")
+                                                   else str(n[f]) for f in ("planned", "success", "failure",
+                                                                           "timeout", "invalid", "pending",
+                                                                           "skipped", "aborted")))
         console.print(table)
+        if blind.labels(c):
+            event = blind.unblinding(store, c)
+            console.print(f"blind: {event['message']}" if event else
+                          "blind: policies named by letter" + (", outcomes hidden until it is done" if hidden else ""))
         pending = sum(n["pending"] for n in counts.values())
         total = sum(n["planned"] for n in counts.values())
         console.print(f"{total - pending}/{total} trials finished")
     return 0
 
 
-def cmd_export(args: argparse.Namespace) -> int:
+def cmd_unblind(args: argparse.Namespace) -> int:
     with open_store(args) as store:
-        store.campaign(args.id)
+        for letter, policy in blind.unblind(store, args.id, args.by).items():
+            print(f"{letter} = {policy}")
+        print(blind.unblinding(store, store.campaign(args.id))["message"])
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from indgen_core.errors import IndGenError
+
+    with open_store(args) as store:
+        if blind.blinded(store, store.campaign(args.id)):
+            raise IndGenError(f"campaign {args.id} is blind: its export names the policies, so it waits for "
+                              f"`indgen campaign unblind {args.id} --by NAME`")
         out = args.out or Path(f"{paths.check_id(args.id)}.{args.format}")
         path = store.export(args.id, out, args.format)
     print(f"exported {args.id} to {path}")

@@ -28,7 +28,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from indgen_core.errors import IndGenError
+from indgen_core.errors import IndGenError, first_line
 
 #: seconds between a stop signal and a forced exit of a node that did not shut down by then
 EXIT_GRACE_S = 10.0
@@ -69,11 +69,6 @@ def _shown(value) -> str:
     return repr(str(value)[:80])
 
 
-def one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or exc.__class__.__name__
-    return f"{exc.__class__.__name__}: {text[:240]}"
-
-
 class Dropped:
     """Counts what a node dropped, per kind, for tests and diagnostics."""
 
@@ -101,7 +96,7 @@ def guarded(node: Node, callback: Callable, what: str) -> Callable:
         except Exception as exc:
             dropped.add(what)
             node.get_logger().warning(f"dropped a {what} it cannot use ({dropped.counts[what]} so far): "
-                                      f"{one_line(exc)}", throttle_duration_sec=5.0)
+                                      f"{first_line(exc)}", throttle_duration_sec=5.0)
             return None
 
     return safe
@@ -170,12 +165,12 @@ def serve(node: Node, srv_type, name: str, callback: Callable, **kwargs):
             return callback(request, response)
         except Exception as exc:
             dropped.add(what)
-            node.get_logger().warning(f"refused a {what}: {one_line(exc)}", throttle_duration_sec=5.0)
+            node.get_logger().warning(f"refused a {what}: {first_line(exc)}", throttle_duration_sec=5.0)
             fresh = srv_type.Response()
             if hasattr(fresh, "accepted"):
                 fresh.accepted = False
             if hasattr(fresh, "message"):
-                fresh.message = f"refused: {one_line(exc)}"
+                fresh.message = f"refused: {first_line(exc)}"
             return fresh
 
     return node.create_service(srv_type, name, safe, **kwargs)

@@ -148,12 +148,20 @@ VERDICTS = {stats.UNDECIDED: LevelScore.VERDICT_UNDECIDED, stats.HELD: LevelScor
             stats.BROKEN: LevelScore.VERDICT_BROKEN}
 
 
-def level_score_msg(campaign_id: str, axis: str, policy: str, s: stats.LevelStat, stamp=None) -> LevelScore:
-    low, high = s.interval
-    msg = LevelScore(campaign_id=campaign_id, axis=axis, policy=policy, level=s.level,
-                     in_distribution=s.in_distribution, n=s.n, successes=s.successes, invalid=s.invalid, rate=s.rate,
-                     ci_low=low, ci_high=high, confidence=s.confidence, break_threshold=s.threshold,
-                     verdict=VERDICTS[s.verdict])
+def level_score_msg(campaign_id: str, axis: str, policy: str, s: stats.LevelStat, stamp=None,
+                    hidden: bool = False) -> LevelScore:
+    """`hidden`: a blind campaign still running; only the count of trials goes out."""
+    if hidden:
+        msg = LevelScore(campaign_id=campaign_id, axis=axis, policy=policy, level=s.level,
+                         in_distribution=s.in_distribution, n=s.n, invalid=s.invalid, ci_low=0.0, ci_high=1.0,
+                         confidence=s.confidence, interval_kind=s.interval_kind, break_threshold=s.threshold,
+                         verdict=VERDICTS[stats.UNDECIDED], rates_hidden=True)
+    else:
+        low, high = s.interval
+        msg = LevelScore(campaign_id=campaign_id, axis=axis, policy=policy, level=s.level,
+                         in_distribution=s.in_distribution, n=s.n, successes=s.successes, invalid=s.invalid,
+                         rate=s.rate, ci_low=low, ci_high=high, confidence=s.confidence,
+                         interval_kind=s.interval_kind, break_threshold=s.threshold, verdict=VERDICTS[s.verdict])
     if stamp is not None:
         msg.header.stamp = stamp
     return msg

@@ -58,9 +58,10 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from std_msgs.msg import Header, String
 
-from indgen_core import operator, paths, topics
+from indgen_core import blind, operator, paths, routes, topics
 from indgen_core.campaign import load_campaign_config, plan_campaign
 from indgen_core.errors import IndGenError
+from indgen_core.lists import parse_int_list
 from indgen_core.nodes import convert
 from indgen_core.nodes.base import LATCHED, RELIABLE, declare, run_node, serve, subscribe
 from indgen_core.nodes.operator_flow import OperatorFlow
@@ -89,6 +90,9 @@ class ProgressionManager(Node):
         self.prompt_pub = self.create_publisher(OperatorPrompt, topics.OPERATOR_PROMPT, LATCHED)
         self.result_pub = self.create_publisher(EpisodeResult, topics.EPISODE_RESULT, RELIABLE)
         self.status_pub = self.create_publisher(CampaignStatus, topics.CAMPAIGN_STATUS, LATCHED)
+        # which policy server answers which policy (by the name the setups carry): the campaign's endpoints
+        self.routes_pub = self.create_publisher(String, topics.POLICY_ROUTES, LATCHED)
+        self.routes_pub.publish(String(data=json.dumps(routes.routes(self.record))))
         self.world = ActionClient(self, RunEpisode, topics.RUN_EPISODE, callback_group=self.group)
         self.ack_srv = serve(self, OperatorAck, topics.OPERATOR_ACK, self._on_ack, callback_group=self.group)
         self.answer_pub = self.create_publisher(OperatorAnswer, topics.OPERATOR_ANSWER, RELIABLE)
@@ -134,13 +138,11 @@ class ProgressionManager(Node):
         changes = {}
         if self.p["axis"]:
             changes["axis"] = self.p["axis"]
-        text = str(self.p["levels"]).strip().strip("[]")
-        if text:
+        if str(self.p["levels"]).strip().strip("[]").strip():
             try:
-                changes["levels"] = [int(k) for k in text.split(",") if k.strip()]
-            except ValueError:
-                raise IndGenError(f"levels must be comma-separated integers such as -1,0,1, got {self.p['levels']!r}") \
-                    from None
+                changes["levels"] = parse_int_list(self.p["levels"])
+            except ValueError as exc:
+                raise IndGenError(f"levels {self.p['levels']!r}: {exc}") from None
         if self.p["trials"]:
             changes["trials_per_level"] = int(self.p["trials"])
         if str(self.p["world_options"]).strip():
@@ -172,7 +174,7 @@ class ProgressionManager(Node):
             summary = run_campaign(self.store, self.record.id, self._execute, progress=self._progress,
                                    max_consecutive_aborts=0, abort_backoff_s=self.p["abort_backoff_s"],
                                    commit=self._commit, should_stop=self._stop.is_set, on_wait=self._waiting,
-                                   max_aborts_per_trial=self.p["max_aborts_per_trial"])
+                                   max_aborts_per_trial=self.p["max_aborts_per_trial"], blind_view=True)
         except TooManyAborts as exc:  # a fault that keeps coming back: a person must look
             self.get_logger().error(str(exc))
             self._status(CampaignStatus.STATE_FAILED, str(exc))
@@ -333,7 +335,8 @@ class ProgressionManager(Node):
         """Publish an operator's relabel (signed) until the scorer has it in the store."""
         setup = SetupRecord(campaign_id=self.record.id, trial_id=row.trial_id, world=self.record.world,
                             axis=self.record.axis, level=row.level, in_distribution=False, parameters=(),
-                            trial_index=row.trial_index, seed=row.seed, policy=row.policy)
+                            trial_index=row.trial_index, seed=row.seed,
+                            policy=blind.labels(self.record).get(row.policy, row.policy))
         msg = convert.result_to_msg(result, setup, self.get_clock().now().to_msg())
         msg.relabel = True
         convert.sign(msg, self.key)

@@ -45,8 +45,10 @@ from std_msgs.msg import String
 
 from indgen_core import paths, topics
 from indgen_core.bags.writer import BagWriter, UnknownType, qos_of
+from indgen_core.errors import first_line
+from indgen_core.lists import parse_names
 from indgen_core.nodes import convert
-from indgen_core.nodes.base import LATCHED, RELIABLE, declare, one_line, run_node, subscribe
+from indgen_core.nodes.base import LATCHED, RELIABLE, declare, run_node, subscribe
 from indgen_core.robot_config import load_robot_config
 from indgen_core.store import ResultsStore
 from indgen_msgs.msg import EpisodeResult, TaskSetup
@@ -64,7 +66,7 @@ class Recorder(Node):
         self.writer = BagWriter(paths.inside(base, self.name), split_bytes=int(self.p["split_mb"] * 2**20),
                                 flush_s=self.p["flush_s"])
         self.store = ResultsStore(self.p["db"] or None)
-        self.exclude = tuple(x.strip() for x in str(self.p["exclude"]).split(",") if x.strip())
+        self.exclude = tuple(parse_names(self.p["exclude"]))
         #: the robot configuration's exclusions, and what is recorded even under them (a user's
         #: own `exclude` always wins)
         self.robot_exclude: tuple[str, ...] = ()
@@ -132,7 +134,7 @@ class Recorder(Node):
             try:
                 self.writer.write(topic, msgtype, time.time_ns(), data)
             except Exception as exc:  # a full disk must not take the graph down: say it, keep going
-                self.get_logger().error(f"not recorded ({topic}): {one_line(exc)}", throttle_duration_sec=10.0)
+                self.get_logger().error(f"not recorded ({topic}): {first_line(exc)}", throttle_duration_sec=10.0)
         return take
 
     def _on_setup(self, msg: TaskSetup) -> None:
@@ -152,7 +154,7 @@ class Recorder(Node):
                                     level=msg.level, details={"start_ns": start, "end_ns": end,
                                                               "attempt_outcome": int(msg.outcome)})
         except Exception as exc:
-            self.get_logger().error(f"bag artifact of {msg.trial_id} not stored: {one_line(exc)}")
+            self.get_logger().error(f"bag artifact of {msg.trial_id} not stored: {first_line(exc)}")
 
     def close(self) -> None:
         self.writer.close()

@@ -2,7 +2,7 @@
 
 Subscribes /indgen/episode_result (reliable, deep queue: no result is dropped) and commits each
 one atomically; a duplicate of an already committed trial is logged and ignored. After each
-commit it publishes the LevelScore of that policy and level (Wilson interval, verdict against
+commit it publishes the LevelScore of that policy and level (the confidence sequence, verdict against
 the break threshold) and, for a certify campaign, records the level's feasibility certificate.
 When a campaign reports DONE on /indgen/campaign_status, it writes the campaign's report.
 
@@ -23,8 +23,8 @@ from pathlib import Path
 
 from rclpy.node import Node
 
+from indgen_core import blind, paths, topics
 from indgen_core import campaign as campaign_mod
-from indgen_core import paths, topics
 from indgen_core.analysis import summarize
 from indgen_core.errors import IndGenError
 from indgen_core.nodes import convert
@@ -91,17 +91,22 @@ class Scorer(Node):
             campaign_mod.refresh_certificates(self.store, record)
         self._publish_score(record, msg.policy, msg.level)
 
-    def _publish_score(self, record, policy: str, level: int) -> None:
-        summary = summarize(self.store, record.id)
+    def _publish_score(self, record, policy: str | None, level: int | None) -> None:
+        """The live score of one policy (as the setups name it: a blind campaign's letter) at one
+        level; every level of every policy with None. A blind campaign that still runs gets its
+        counts only (blind.py)."""
+        summary = summarize(self.store, record.id, live=True)  # looked at live: the confidence sequence
+        hidden = blind.rates_hidden(self.store, record)
         for curve in summary.curves:
-            if curve.policy == policy:
-                stat = curve.level(level)
-                if stat is not None:
-                    self.score_pub.publish(convert.level_score_msg(record.id, record.axis, policy, stat,
-                                                                   self.get_clock().now().to_msg()))
+            if policy is not None and curve.policy != policy:
+                continue
+            for stat in curve.levels:
+                if level is None or stat.level == level:
+                    self.score_pub.publish(convert.level_score_msg(record.id, record.axis, curve.policy, stat,
+                                                                   self.get_clock().now().to_msg(), hidden))
 
     def _on_status(self, msg: CampaignStatus) -> None:
-        if msg.state != CampaignStatus.STATE_DONE or msg.campaign_id in self.reported or not self.p["write_report"]:
+        if msg.state != CampaignStatus.STATE_DONE or msg.campaign_id in self.reported:
             return
         if not self._genuine(msg, "a DONE status"):
             return
@@ -110,6 +115,10 @@ class Scorer(Node):
             self.get_logger().warning(f"ignored DONE for {record.id}: the store says it is {record.status}")
             return
         self.reported.add(msg.campaign_id)
+        if blind.labels(record):
+            self._publish_score(record, None, None)  # done: the letters' rates may be seen now
+        if not self.p["write_report"]:
+            return
         from indgen_core.report import write_report
 
         base = Path(self.p["report_dir"]) if self.p["report_dir"] else paths.artifacts_dir() / "reports"

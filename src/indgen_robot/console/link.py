@@ -127,7 +127,7 @@ class ConsoleLink:
         with self.lock:
             self.model.levels[(msg.policy, msg.level)] = {
                 "n": msg.n, "successes": msg.successes, "rate": msg.rate, "ci": (msg.ci_low, msg.ci_high),
-                "verdict": VERDICTS.get(msg.verdict, "?"), "id": msg.in_distribution}
+                "verdict": VERDICTS.get(msg.verdict, "?"), "id": msg.in_distribution, "hidden": msg.rates_hidden}
 
     def _on_policy(self, msg: PolicyStatus) -> None:
         with self.lock:

@@ -33,10 +33,13 @@ def _box(title: str, lines: list[str], keys: list[tuple[str, str]]) -> list[str]
 def _table(model: m.ConsoleModel) -> list[str]:
     if not model.levels:
         return ["  (no trials scored yet)"]
-    rows = [f"  {'policy':<22} {'k':>3} {'n':>4} {'succ':>5} {'rate':>6}  {'95% interval':<15} verdict"]
+    rows = [f"  {'policy':<22} {'k':>3} {'n':>4} {'succ':>5} {'rate':>6}  {'95% conf. seq.':<15} verdict"]
     for (policy, k), s in sorted(model.levels.items()):
         low, high = s["ci"]
         mark = " ID" if s["id"] else ""
+        if s.get("hidden"):  # a blind campaign: how a policy does stays hidden until the campaign is done
+            rows.append(f"  {policy[:22]:<22} {k:>3} {s['n']:>4}  (blind: hidden until the campaign is done){mark}")
+            continue
         rows.append(f"  {policy[:22]:<22} {k:>3} {s['n']:>4} {s['successes']:>5} {100 * s['rate']:>5.0f}%  "
                     f"[{100 * low:3.0f}%, {100 * high:3.0f}%]   {s['verdict']}{mark}")
     return rows

@@ -33,15 +33,14 @@ from sensor_msgs.msg import Image
 
 from indgen_core import topics
 from indgen_core.errors import IndGenError, require
+from indgen_core.lists import parse_names
 from indgen_core.nodes.base import LOCKSTEP, declare, run_node
 from indgen_robot.nodes.policy_io import camera_topics_of
 
 
 def parse_sources(text: str) -> dict[str, str]:
     out = {}
-    for item in str(text).split(","):
-        if not item.strip():
-            continue
+    for item in parse_names(text):
         name, sep, source = item.partition("=")
         if not sep or not name.strip() or not source.strip():
             raise IndGenError(f"camera sources are written name=source, got {item.strip()!r}")

@@ -41,13 +41,12 @@ from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from indgen_core import topics
-from indgen_core.errors import IndGenError
+from indgen_core.errors import IndGenError, first_line
 from indgen_core.nodes import convert
 from indgen_core.nodes.base import (
     LATCHED,
     LOCKSTEP,
     declare,
-    one_line,
     run_node,
     serve,
     subscribe,
@@ -345,7 +344,7 @@ class Fr3Runner(Node):
             setup = convert.setup_from_msg(goal_handle.request.setup)
         except Exception as exc:
             goal_handle.abort()
-            return self._result_msg(None, TrialResult("", Outcome.ABORTED, f"malformed goal: {one_line(exc)}"))
+            return self._result_msg(None, TrialResult("", Outcome.ABORTED, f"malformed goal: {first_line(exc)}"))
         with self.episode_lock:
             self.watch.begin(setup.trial_id, goal_handle.request.setup.header.stamp)
             self.end_requested = ""
@@ -353,8 +352,8 @@ class Fr3Runner(Node):
                 result = self._episode(goal_handle, setup)
             except Exception as exc:  # never leave the robot moving on an unexpected error
                 self.motion.hold()
-                self.get_logger().error(f"{setup.trial_id}: {one_line(exc)}; holding")
-                result = TrialResult(setup.trial_id, Outcome.ABORTED, f"runner error: {one_line(exc)}")
+                self.get_logger().error(f"{setup.trial_id}: {first_line(exc)}; holding")
+                result = TrialResult(setup.trial_id, Outcome.ABORTED, f"runner error: {first_line(exc)}")
             finally:
                 self.watch.end()
                 self.prepared = None

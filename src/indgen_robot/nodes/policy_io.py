@@ -17,6 +17,7 @@ from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray
 
 from indgen_core import topics
+from indgen_core.lists import parse_names
 from indgen_core.nodes import convert, fr3
 from indgen_core.nodes import libero as libero_msgs
 from indgen_core.nodes.base import LOCKSTEP, subscribe
@@ -172,7 +173,7 @@ class StampedTickIO:
     def __init__(self, node, on_tick: Callable[[Tick], None]):
         self.node = node
         self.on_tick = on_tick
-        self.cameras = [c for c in str(node.p.get("cameras", "")).replace(" ", "").split(",") if c]
+        self.cameras = parse_names(node.p.get("cameras", ""))
         self.privileged = bool(node.p.get("privileged", True))
         self.robot = robot_of(node.p.get("robot", ""))
         control = self.robot.control if self.robot else None

@@ -9,7 +9,10 @@ exponential backoff.
 
 Parameters:
   spec (str)               observation/action spec: blockenv, droid
-  server_uri (str)         ws://host:port of the policy server
+  server_uri (str)         ws://host:port of the policy server (of every policy the campaign's
+                           `endpoints` do not route elsewhere: the progression manager publishes
+                           the routes on /indgen/policy_routes, and the node switches server when a
+                           trial's policy is served by another, before that trial's first tick)
   api_key_file (str)       file whose first line is sent as "Authorization: Api-Key <key>"
                            (default: $INDGEN_POLICY_API_KEY; never a parameter value, which any
                            node on the domain can read through the parameter services)
@@ -45,12 +48,13 @@ import time
 
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import String
 
-from indgen_core import registry, topics
+from indgen_core import registry, routes, topics
 from indgen_core.episode import PolicyUnavailable
-from indgen_core.errors import IndGenError
+from indgen_core.errors import IndGenError, first_line
 from indgen_core.nodes import convert
-from indgen_core.nodes.base import LATCHED, declare, one_line, run_node, subscribe
+from indgen_core.nodes.base import LATCHED, declare, run_node, subscribe
 from indgen_core.records import TaskSetup as SetupRecord
 from indgen_core.specs import WARMUP_KEY, BadAction
 from indgen_core.wire.client import RemotePolicy, read_api_key
@@ -79,13 +83,15 @@ class PolicyNode(Node):
         io_cls = POLICY_IO.get(self.spec.name)
         if io_cls is None:
             raise registry.UnknownName(f"spec '{self.p['spec']}' has no policy-side topic adapter")
-        self.client = RemotePolicy(self.p["server_uri"], api_key=read_api_key(self.p["api_key_file"] or None),
-                                   connect_timeout=self.p["connect_timeout_s"],
-                                   request_timeout=self.p["request_timeout_s"])
+        self._api_key = read_api_key(self.p["api_key_file"] or None)
+        self.client = self._client_for(self.p["server_uri"])
+        self.routes: dict[str, str] = {}
+        self._policy = ""  # the policy of the latest setup, as the setups name it
         self.status_pub = self.create_publisher(PolicyStatus, topics.POLICY_STATUS, LATCHED)
         self.exchange_pub = (self.create_publisher(PolicyExchange, topics.POLICY_EXCHANGE, EXCHANGES)
                              if self.p["publish_exchanges"] else None)
         subscribe(self, TaskSetup, topics.TASK_SETUP, self._on_setup, LATCHED)
+        subscribe(self, String, topics.POLICY_ROUTES, self._on_routes, LATCHED)
         self.setups: dict[str, object] = {}
         self._attempts: dict[str, tuple[int, int]] = {}  # trial -> its current setup's stamp
         self._chunk: tuple[str, int, list] | None = None
@@ -107,32 +113,62 @@ class PolicyNode(Node):
         threading.Thread(target=self._work, name="infer", daemon=True).start()
 
     # -- connection -------------------------------------------------------------------------------
+    def _client_for(self, uri: str) -> RemotePolicy:
+        return RemotePolicy(uri, api_key=self._api_key, connect_timeout=self.p["connect_timeout_s"],
+                            request_timeout=self.p["request_timeout_s"])
+
+    def _on_routes(self, msg: String) -> None:
+        try:
+            self.routes = routes.parse_routes(msg.data)
+        except ValueError as exc:
+            self.get_logger().error(f"{exc}; keeping the routes I had")
+            return
+        self._follow(self._policy)
+
+    def _follow(self, policy: str) -> None:
+        """Talk to the server of `policy`: a switch drops the connection (nothing is commanded
+        until the new server is connected and warmed up) and the connect loop takes the new one."""
+        self._policy = policy
+        wanted = self._client_for(self.routes.get(policy, self.p["server_uri"]))
+        if wanted.uri == self.client.uri:
+            return
+        old, self.client = self.client, wanted
+        self._connected.clear()
+        self._chunk = None
+        self._status(False, "switching policy server for the next trial")
+        old.close()
+
     def _connect_loop(self) -> None:
         delay = 0.2
         while not self._stop.is_set():
             if self._connected.is_set():
                 self._stop.wait(0.2)
                 continue
+            client = self.client
             try:
-                metadata = self.client.connect(timeout=self.p["connect_timeout_s"])
+                metadata = client.connect(timeout=self.p["connect_timeout_s"])
             except PolicyUnavailable as exc:
                 self._stop.wait(delay)
                 delay = min(delay * 2, self.p["reconnect_max_s"])
-                self.get_logger().warning(f"{exc}; retrying", throttle_duration_sec=10.0)
+                if client is self.client:
+                    self.get_logger().warning(f"{exc}; retrying", throttle_duration_sec=10.0)
                 continue
             delay = 0.2
             try:
-                warmed = self._warm_up()
+                warmed = self._warm_up(client)
             except PolicyUnavailable as exc:
                 self._skip_warmup = True  # a server that refuses a warm-up gets none after a reconnect
                 self.get_logger().warning(f"the warm-up request failed ({exc}); reconnecting without one: the first "
                                           "trial's first request may take long")
                 continue
+            if client is not self.client:  # switched while connecting: that server is not wanted now
+                client.close()
+                continue
             self._connected.set()
             self._status(True, "connected", metadata)
-            self.get_logger().info(f"connected to {self.client.uri}{warmed}")
+            self.get_logger().info(f"connected to {client.uri}{warmed}")
 
-    def _warm_up(self) -> str:
+    def _warm_up(self, client: RemotePolicy) -> str:
         """One request of the right shapes before the first real one: openpi's server compiles
         its model on its first request (scripts/serve_policy.py has no warm-up of its own), which
         takes seconds, longer than a tick may wait. The node reports itself connected only after
@@ -144,7 +180,7 @@ class PolicyNode(Node):
         request = self.spec.request(obs, WARMUP_SETUP, 0)
         request[WARMUP_KEY] = True
         started = time.monotonic()
-        self.client.infer(request, timeout=self.p["warmup_timeout_s"])
+        client.infer(request, timeout=self.p["warmup_timeout_s"])
         return f"; warm-up answered in {time.monotonic() - started:.1f} s"
 
     def _lost(self, reason: str) -> None:
@@ -168,6 +204,7 @@ class PolicyNode(Node):
     # -- observations in, commands out ------------------------------------------------------------
     def _on_setup(self, msg: TaskSetup) -> None:
         self.setups[msg.trial_id] = convert.setup_from_msg(msg)
+        self._follow(msg.policy)
         if len(self.setups) > 64:
             self.setups.pop(next(iter(self.setups)))
         stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec)
@@ -212,7 +249,7 @@ class PolicyNode(Node):
                 self.get_logger().error(f"{tick.trial_id} step {tick.step}: {exc}; no command sent")
                 continue
             except Exception as exc:  # an observation no request can be built from: nothing is sent
-                self.get_logger().error(f"{tick.trial_id[:80]} step {tick.step}: {one_line(exc)}; no command sent",
+                self.get_logger().error(f"{tick.trial_id[:80]} step {tick.step}: {first_line(exc)}; no command sent",
                                         throttle_duration_sec=5.0)
                 continue
             self.io.send(tick, action)

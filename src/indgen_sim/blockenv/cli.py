@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from indgen_core.cli.common import add_db_option, open_store
+from indgen_core.cli.common import add_db_option, name_list, open_store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--quick", action="store_true",
                    help="a small configuration (tests, smoke runs): about 15 s on 2 cores")
     t.add_argument("--eval-only", action="store_true", help="re-evaluate from saved checkpoints, no training")
-    t.add_argument("--models", help="comma-separated subset of: maml,rnn,transformer,transformer_rope,"
+    t.add_argument("--models", type=name_list, help="comma-separated subset of: maml,rnn,transformer,transformer_rope,"
                    "transformer_goal_action,trm,ind,ind_linear,equivariant")
     t.add_argument("--episodes", type=int, help="episodes per level (default 100; --quick 20)")
     t.add_argument("--train-seed", type=int, help="training seed (default 0): initialisation, batch order and the "
@@ -43,7 +43,7 @@ def cmd_table1(args: argparse.Namespace) -> int:
 
     config = table1.QUICK if args.quick else table1.Table1Config()
     if args.models:
-        chosen = tuple(m.strip() for m in args.models.split(",") if m.strip())
+        chosen = tuple(args.models)
         unknown = [m for m in chosen if m not in MODELS]
         if unknown:
             raise IndGenError(f"unknown model(s) {unknown}; choose from {', '.join(MODELS)}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from indgen_core.cli.common import add_db_option, open_store
+from indgen_core.cli.common import add_db_option, int_list, name_list, open_store
 
 AXES = ("libero_pick_y", "libero_goal_y", "libero_scale")
 
@@ -19,9 +19,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "A level is certified when the oracle solves it, infeasible when every valid trial "
                         "fails, rejected when its setup is physically broken (interpenetration, launch). Writes "
                         "certification.md/.json and prints the table.")
-    c.add_argument("--tasks", default="0-9", help="tasks, e.g. 0-9 or 0,3,5 (default: all ten)")
-    c.add_argument("--axes", default=",".join(AXES), help=f"comma-separated axes (default: {','.join(AXES)})")
-    c.add_argument("--levels", default="-3,-2,-1,0,1,2,3")
+    c.add_argument("--tasks", type=int_list, default="0-9", help="tasks, e.g. 0-9 or 0,3,5 (default: all ten)")
+    c.add_argument("--axes", type=name_list, default=",".join(AXES),
+                   help=f"comma-separated axes (default: {','.join(AXES)})")
+    c.add_argument("--levels", type=int_list, default="-3,-2,-1,0,1,2,3", help="levels, e.g. -3-3 or 0,2")
     c.add_argument("--trials", type=int, default=1, help="oracle trials per level")
     c.add_argument("--workers", type=int, default=0, help="worker processes (0: one per core)")
     c.add_argument("--out", type=Path, default=Path("."), help="folder for certification.md and .json")
@@ -29,21 +30,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.set_defaults(func=cmd_certify)
 
 
-def _tasks(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        out += list(range(int(lo), int(hi) + 1)) if hi else [int(lo)]
-    return out
-
-
 def cmd_certify(args: argparse.Namespace) -> int:
     from indgen_sim.libero.certify import certify, write_table
 
-    levels = [int(k) for k in args.levels.split(",")]
-    axes = [a.strip() for a in args.axes.split(",") if a.strip()]
     with open_store(args) as store:
-        rows = certify(store, _tasks(args.tasks), axes, levels, args.trials, args.workers or None, log=print)
-    md = write_table(rows, levels, args.out)
+        rows = certify(store, args.tasks, args.axes, args.levels, args.trials, args.workers or None, log=print)
+    md = write_table(rows, args.levels, args.out)
     print(md.read_text())
     return 0

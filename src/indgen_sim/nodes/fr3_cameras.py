@@ -33,8 +33,8 @@ from rclpy.node import Node
 from sensor_msgs.msg import Image
 from std_msgs.msg import String
 
-from indgen_core.errors import IndGenError
-from indgen_core.nodes.base import LATCHED, LOCKSTEP, declare, one_line, run_node, subscribe
+from indgen_core.errors import IndGenError, first_line
+from indgen_core.nodes.base import LATCHED, LOCKSTEP, declare, run_node, subscribe
 from indgen_core.robot_config import load_robot_config
 from indgen_sim.twin import scene
 from indgen_sim.twin.world import DroidTwinWorld
@@ -137,7 +137,7 @@ class Fr3Cameras(Node):
             try:
                 self._frames(state)
             except Exception as exc:  # one bad state must not end the cameras
-                self.get_logger().error(f"camera frame failed: {one_line(exc)}", throttle_duration_sec=5.0)
+                self.get_logger().error(f"camera frame failed: {first_line(exc)}", throttle_duration_sec=5.0)
             self._stop.wait(max(period - (time.monotonic() - started), 0.0))
 
     def _scene(self, state: dict) -> None:

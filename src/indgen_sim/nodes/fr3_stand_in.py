@@ -50,9 +50,9 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from indgen_core import topics
-from indgen_core.errors import IndGenError
+from indgen_core.errors import IndGenError, first_line
 from indgen_core.nodes import convert, fr3
-from indgen_core.nodes.base import LATCHED, declare, one_line, run_node, serve, subscribe
+from indgen_core.nodes.base import LATCHED, declare, run_node, serve, subscribe
 from indgen_core.robot_config import load_robot_config
 from indgen_core.trajectory import Point
 from indgen_msgs.msg import ObjectPoses, TaskSetup
@@ -215,7 +215,7 @@ class Fr3StandIn(Node):
             try:
                 self._cycle(due, rates)
             except Exception as exc:  # the hardware thread must outlive any one bad cycle
-                self.get_logger().error(f"stand-in cycle failed: {one_line(exc)}", throttle_duration_sec=5.0)
+                self.get_logger().error(f"stand-in cycle failed: {first_line(exc)}", throttle_duration_sec=5.0)
                 time.sleep(0.01)
 
     def _cycle(self, due: dict, rates: dict) -> None:

@@ -51,9 +51,9 @@ from std_srvs.srv import SetBool, Trigger
 
 from indgen_core import paths, registry, topics
 from indgen_core.episode import run_episode
-from indgen_core.errors import IndGenError
+from indgen_core.errors import IndGenError, first_line
 from indgen_core.nodes import convert
-from indgen_core.nodes.base import LATCHED, LOCKSTEP, RELIABLE, declare, one_line, run_node, serve, subscribe
+from indgen_core.nodes.base import LATCHED, LOCKSTEP, RELIABLE, declare, run_node, serve, subscribe
 from indgen_core.nodes.world_watch import WorldWatch
 from indgen_core.records import Outcome, TrialResult
 from indgen_core.specs import Spec
@@ -154,11 +154,12 @@ class SimBridge(Node):
         try:
             return self._execute_goal(goal_handle)
         except Exception as exc:  # a goal the bridge cannot run: refuse it, keep serving
-            self.get_logger().error(f"episode goal refused: {one_line(exc)}")
+            self.get_logger().error(f"episode goal refused: {first_line(exc)}")
             trial = goal_handle.request.setup
             setup = dataclasses.replace(_EMPTY_SETUP, campaign_id=trial.campaign_id[:128],
                                         trial_id=trial.trial_id[:128])
-            result = TrialResult(setup.trial_id, Outcome.ABORTED, f"the world could not run this goal: {one_line(exc)}")
+            result = TrialResult(setup.trial_id, Outcome.ABORTED,
+                                 f"the world could not run this goal: {first_line(exc)}")
             goal_handle.abort()
             return RunEpisode.Result(result=convert.result_to_msg(result, setup))
 

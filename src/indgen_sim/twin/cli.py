@@ -6,7 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
-from indgen_core.cli.common import add_db_option
+from indgen_core.cli.common import add_db_option, int_list
 
 AXES = ("stack", "scale")
 
@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "--robot menagerie) and save the exterior and wrist images exactly as pi0.5-DROID's request "
                         "carries them (224 x 224, letterboxed), side by side, one PNG per level.")
     v.add_argument("--axis", choices=AXES, default="stack")
-    v.add_argument("--levels", default="0", help="comma-separated levels (default: 0)")
+    v.add_argument("--levels", type=int_list, default="0", help="levels, e.g. 0,2 or 0-3 (default: 0)")
     v.add_argument("--seed", type=int, default=2000, help="the layout's seed (default: 2000)")
     v.add_argument("--robot", choices=("builtin", "menagerie"), default="builtin")
     v.add_argument("--out", type=Path, default=Path("."), help="folder for <axis>_k<level>_request.png")
@@ -100,15 +100,11 @@ def cmd_views(args: argparse.Namespace) -> int:
     from PIL import Image
 
     from indgen_core.axes import library
-    from indgen_core.errors import IndGenError
     from indgen_core.records import TaskSetup
     from indgen_core.specs.droid import EXTERIOR, WRIST, DroidSpec
     from indgen_sim.twin.world import DroidTwinWorld
 
-    try:
-        levels = [int(k) for k in args.levels.split(",")]
-    except ValueError:
-        raise IndGenError(f"--levels takes comma-separated integers such as 0,2, got {args.levels!r}") from None
+    levels = args.levels
     axis = library().get(args.axis)
     args.out.mkdir(parents=True, exist_ok=True)
     with DroidTwinWorld(cameras=[EXTERIOR, WRIST], builtin=args.robot == "builtin") as world:

@@ -1,0 +1,47 @@
+"""Which policy server answers which policy in a node graph.
+
+The in-process executor makes each policy by name (a campaign's `endpoints` or a registered
+local policy); a node graph has one policy node, which talks to the profile's `server_uri`
+unless the progression manager routes a policy elsewhere. The routes go out latched on
+/indgen/policy_routes, keyed by the name the trial setups carry (a blind campaign's letter,
+so the policy node never needs the mapping)."""
+
+from __future__ import annotations
+
+from indgen_core import blind
+from indgen_core.store import CampaignRecord
+
+
+def routes(record: CampaignRecord) -> dict[str, str]:
+    """The policy server of each policy with an `endpoints` entry, keyed by the name the graph's
+    setups carry (a blind campaign's letter): what the progression manager tells the policy node."""
+    names = blind.labels(record)
+    return {names.get(p, p): uri for p, uri in (record.config.get("endpoints") or {}).items()}
+
+
+def parse_routes(text: str) -> dict[str, str]:
+    """The routes as the policy node reads them off the topic: a JSON object of short names to
+    ws:// or wss:// URIs; anything else is refused whole (a ValueError with one sentence), so a
+    garbled message can never point the node at an arbitrary server."""
+    import json
+    from urllib.parse import urlsplit
+
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        raise ValueError("the policy routes are not JSON") from None
+    if not isinstance(data, dict) or len(data) > 64:
+        raise ValueError("the policy routes must be a JSON object of at most 64 policies")
+    out = {}
+    for name, uri in data.items():
+        if not isinstance(uri, str) or len(name) > 128 or len(uri) > 512:
+            raise ValueError("each policy route maps a short name to a URI string")
+        try:
+            parts = urlsplit(uri)
+            ok = parts.scheme in ("ws", "wss") and bool(parts.hostname) and parts.port is not None
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ValueError(f"policy route {name[:40]!r} is not a ws:// or wss:// URI with a host and port")
+        out[name] = uri
+    return out

@@ -1,0 +1,131 @@
+"""Blind campaigns (blind.py) without ROS: letters in the plan and everything shown, the order
+fixed by the seed, rates hidden until done, the unblinding event, the pre-registered analysis,
+and the policy routes the graph uses. The console's side: test_console_tmux.py."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import toy_setup
+import toy_world
+from pydantic import ValidationError
+
+from indgen_core import analysis, blind, routes
+from indgen_core.campaign import CampaignConfig, setup_for
+from indgen_core.inprocess import InProcessExecutor
+from indgen_core.runner import run_campaign
+from indgen_core.store import ResultsStore
+
+POLICIES = ["skilled", "clumsy"]
+
+
+def _blind(store, tmp_path, **overrides):
+    return toy_setup.plan_toy(store, tmp_path, campaign_id="ab", **{
+        "name": "ab_test", "policies": POLICIES, "blind": True, "levels": [0, 1, 2], "trials_per_level": 10,
+        "order": "sequential", "analysis": {"compare": ["skilled", "clumsy"], "alpha": 0.1},
+        "endpoints": {"skilled": "ws://gpu-1:8000"}, **overrides})
+
+
+def _executor():
+    return InProcessExecutor(toy_world.ToyWorld(), policies={"skilled": toy_world.Skilled(),
+                                                             "clumsy": toy_world.Clumsy()})
+
+
+def test_the_plan_names_letters_in_a_seeded_order(monkeypatch, tmp_path):
+    toy_setup.toy_env(monkeypatch, tmp_path)
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        record = _blind(store, tmp_path)
+        letters = blind.labels(record)
+        assert sorted(letters.values()) == ["A", "B"] and set(letters) == set(POLICIES)
+        assert letters == blind.assign_labels(POLICIES, 11)  # the seed fixes it
+        trials = store.planned_trials("ab")
+        assert not any(p in t.trial_id for t in trials for p in POLICIES)
+        assert {t.trial_id.split("/")[0] for t in trials} == {"A", "B"}
+        # each round of the sequential order runs both policies, in an order the seed fixes, not the file's
+        firsts = [trials[i].policy for i in range(0, len(trials), 2)]
+        assert set(firsts) == set(POLICIES)
+        assert all(trials[i].level == trials[i + 1].level and trials[i].policy != trials[i + 1].policy
+                   for i in range(0, len(trials), 2))
+        # the graph's setups carry the letter; the in-process executor makes the policy by name
+        trial = trials[0]
+        assert setup_for(record, trial, blind_view=True).policy == letters[trial.policy]
+        assert setup_for(record, trial).policy == trial.policy
+        # the policy node's routes are keyed by letter
+        assert routes.routes(record) == {letters["skilled"]: "ws://gpu-1:8000"}
+
+
+def test_rates_hidden_until_done_then_letters_until_unblinded(monkeypatch, tmp_path):
+    env = dict(os.environ, **toy_setup.toy_env(monkeypatch, tmp_path), INDGEN_ARTIFACTS=str(tmp_path / "art"))
+    db = tmp_path / "r.sqlite"
+
+    def indgen(*args):
+        return subprocess.run([sys.executable, "-m", "indgen_core.cli", *args, "--db", str(db)], env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    with ResultsStore(db) as store:
+        record = _blind(store, tmp_path)
+        letters = blind.labels(record)
+        run_campaign(store, "ab", _executor(), should_stop=lambda: len(store.pending_trials("ab")) < 50)
+        assert blind.rates_hidden(store, store.campaign("ab"))
+    status = indgen("campaign", "status", "ab")
+    assert status.returncode == 0 and "hidden" in status.stdout
+    assert not any(p in status.stdout for p in POLICIES)
+    for args in (("report", "ab"), ("compare", "ab")):
+        proc = indgen(*args)
+        assert proc.returncode == 2
+        assert proc.stderr.strip() == ("indgen: error: campaign ab is blind and not done: its rates stay hidden until "
+                                       "it is done or a person unblinds it (`indgen campaign unblind ab --by NAME`)")
+    export = indgen("campaign", "export", "ab")
+    assert export.returncode == 2 and "waits for `indgen campaign unblind ab --by NAME`" in export.stderr
+
+    with ResultsStore(db) as store:
+        run_campaign(store, "ab", _executor())
+        summary = analysis.summarize(store, "ab")
+        assert [c.policy for c in summary.curves] == [letters[p] for p in store.campaign("ab").policies]
+        assert {c.a for c in summary.comparisons} <= {"A", "B"}
+        # the pre-registered analysis ran as registered: alpha 0.1, paired, between the letters
+        assert summary.registered and all(c.alpha == pytest.approx(0.1) and c.pairs == 10 for c in summary.registered)
+        assert summary.registered_plan.startswith(f"{letters['skilled']} vs {letters['clumsy']}, alpha 0.1")
+    report = indgen("report", "ab", "--out", str(tmp_path / "rep"))
+    assert report.returncode == 0, report.stderr
+    text = (tmp_path / "rep" / "report.md").read_text() + report.stdout
+    assert "### Pre-registered analysis" in text
+    assert not any(p in text for p in POLICIES)
+    compare = indgen("compare", "ab", "--out", str(tmp_path / "cmp"))
+    assert compare.returncode == 0 and "pre-registered analysis:" in compare.stdout
+    assert not any(p in compare.stdout for p in POLICIES)
+
+    unblind = indgen("campaign", "unblind", "ab", "--by", "grace")
+    assert unblind.returncode == 0, unblind.stderr
+    assert f"A = {next(p for p, x in letters.items() if x == 'A')}" in unblind.stdout
+    assert "unblinded by grace (status done)" in unblind.stdout
+    with ResultsStore(db) as store:
+        assert [c.policy for c in analysis.summarize(store, "ab").curves] == POLICIES
+        assert [e["kind"] for e in store.events("ab")].count(blind.UNBLIND) == 1
+    assert "unblinded by grace" in indgen("campaign", "status", "ab").stdout
+
+
+@pytest.mark.parametrize("change, sentence", [
+    ({"adaptive": {"enabled": True}}, "a blind campaign cannot stop levels early (adaptive)"),
+    ({"name": "skilled_vs_clumsy"}, "a blind campaign's name must not contain a policy's name (skilled)"),
+    ({"policies": ["skilled"], "analysis": None}, "blind: true needs at least two policies to hide among"),
+    ({"analysis": {"compare": ["skilled", "pi05"]}}, "analysis compares ['pi05'], which are not among the policies"),
+])
+def test_blind_configs_that_cannot_work_are_refused(change, sentence):
+    doc = {"name": "ab", "axis": "toy_depth", "world": "toy", "policies": POLICIES, "trials_per_level": 4,
+           "blind": True, **change}
+    with pytest.raises(ValidationError, match=sentence.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")
+                       .replace("]", r"\]")):
+        CampaignConfig(**doc)
+
+
+@pytest.mark.parametrize("text", ['{"A": "http://x:1"}', '{"A": "ws://:80"}', '["ws://x:1"]', "{", '{"A": 3}',
+                                  '{"A": "ws://[::1"}', '{"A": "ws://host"}'])
+def test_garbled_routes_are_refused_whole(text):
+    with pytest.raises(ValueError):
+        routes.parse_routes(text)
+    assert routes.parse_routes('{"A": "ws://10.0.0.2:8000", "B": "wss://gpu.lab:443"}') == {
+        "A": "ws://10.0.0.2:8000", "B": "wss://gpu.lab:443"}
