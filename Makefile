@@ -1,6 +1,8 @@
 # IndGen set-up and the two everyday commands.
 #   make demo   set up (.venv, ROS 2 wheels, indgen_msgs, indgen) and run the main job
-#   make test   same set-up, then ruff and the test suite
+#   make test   same set-up, then ruff and the test suite (scripts/run-tests.sh: parallel, then
+#               the wall-clock-bound cases alone)
+#   make test-fast  the same without the cases marked slow
 # Every step is stamped: a second run with nothing changed only runs the job itself.
 
 SHELL := /bin/bash
@@ -17,11 +19,12 @@ PYTEST_ARGS ?=
 MENAGERIE_ROOT ?= $(wildcard $(abspath ../shared/menagerie))
 export MENAGERIE_ROOT
 
-.PHONY: help setup libero demo test lint lock clean
+.PHONY: help setup libero demo test test-fast lint lock clean
 
 help:
 	@echo "make demo   set up, then run the main job (see README)"
 	@echo "make test   set up, then ruff and pytest (PYTEST_ARGS='-k name' to select)"
+	@echo "make test-fast  the same without the slow end-to-end cases"
 	@echo "make setup  only the set-up"
 	@echo "make libero add the optional LIBERO-Object world (make test does)"
 	@echo "make lock   re-pin requirements/constraints.txt from the current .venv"
@@ -63,7 +66,11 @@ demo: setup
 test: setup libero
 	$(BIN)/ruff check .
 	@mkdir -p build
-	@set +e; $(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; echo $$rc > build/pytest.rc; exit $$rc
+	@set +e; PYTHON=$(BIN)/python scripts/run-tests.sh $(PYTEST_ARGS); rc=$$?; echo $$rc > build/pytest.rc; exit $$rc
+
+test-fast: setup libero
+	$(BIN)/ruff check .
+	@PYTHON=$(BIN)/python TEST_MARKS='not slow' scripts/run-tests.sh $(PYTEST_ARGS)
 
 lint: setup
 	$(BIN)/ruff check .

@@ -33,22 +33,22 @@ BLOCKENV_MODELS = ("maml", "rnn", "transformer", "transformer_rope", "transforme
 
 NODES = {
     # ROS 2 node executables: `ros2 run indgen <name>` and `indgen launch` start these.
-    "progression_manager": "indgen_core.nodes.progression_manager:main",
-    "scorer": "indgen_core.nodes.scorer:main",
-    "sim_bridge": "indgen_sim.nodes.sim_bridge:main",
-    "policy_node": "indgen_robot.nodes.policy_node:main",
-    "fr3_runner": "indgen_robot.nodes.fr3_runner:main",
-    "camera_node": "indgen_robot.nodes.camera_node:main",
-    "fr3_stand_in": "indgen_sim.nodes.fr3_stand_in:main",
-    "fr3_cameras": "indgen_sim.nodes.fr3_cameras:main",
-    "recorder": "indgen_core.nodes.recorder:main",
+    "progression_manager": "indgen_core.ros.progression_manager:main",
+    "scorer": "indgen_core.ros.scorer:main",
+    "sim_bridge": "indgen_sim.ros.sim_bridge:main",
+    "policy_node": "indgen_robot.ros.policy_node:main",
+    "fr3_runner": "indgen_robot.ros.fr3_runner:main",
+    "camera_node": "indgen_robot.ros.camera_node:main",
+    "fr3_stand_in": "indgen_sim.ros.fr3_stand_in:main",
+    "fr3_cameras": "indgen_sim.ros.fr3_cameras:main",
+    "recorder": "indgen_core.ros.recorder:main",
 }
 
 EXTRAS = {
     "sim": ["mujoco>=3.3,<4"],  # robosuite (LIBERO) fails with mujoco 4; 3.17 serves every world
     "torch": ["torch>=2.2"],  # CPU build: `pip install torch==2.13.0` (see README)
-    "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "colcon-common-extensions>=0.3", "hypothesis>=6",
-             "psutil>=5.9"],
+    "test": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.5", "ruff>=0.6", "colcon-common-extensions>=0.3",
+             "hypothesis>=6", "psutil>=5.9"],
 }
 EXTRAS["all"] = sorted({req for reqs in EXTRAS.values() for req in reqs})
 # LIBERO-Object with its assets (2.1 GB installed): its own extra, installed by `make libero`

@@ -5,7 +5,8 @@ config/graphs/blockenv_axis.yaml, and read by indgen_core.graph, which `indgen l
 blockenv_axis` uses too.
 """
 
-from indgen_core.graph import launch_description, load_profile
+from indgen_core.graph import load_profile
+from indgen_core.ros.launch_description import launch_description
 
 PROFILE = "blockenv_axis"
 

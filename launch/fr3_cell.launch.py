@@ -9,8 +9,9 @@ axis). `indgen bringup` prints the same bring-up as commands to run by hand. Unv
 hardware.
 """
 
-from indgen_core.graph import launch_description, load_profile
+from indgen_core.graph import load_profile
 from indgen_core.robot_config import load_robot_config, robot_config_path
+from indgen_core.ros.launch_description import launch_description
 from indgen_robot.bringup import CELL_ARGUMENTS, IncludeLaunch, cell_steps
 
 PROFILE = "stack_axis"

@@ -5,7 +5,8 @@ config/graphs/stack_axis.yaml, and read by indgen_core.graph, which `indgen laun
 stack_axis` uses too.
 """
 
-from indgen_core.graph import launch_description, load_profile
+from indgen_core.graph import load_profile
+from indgen_core.ros.launch_description import launch_description
 
 PROFILE = "stack_axis"
 

@@ -14,19 +14,45 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent / "helpers"))
 
+# Under pytest-xdist several workers share the cores: one math thread each (torch, BLAS, and
+# the processes a test starts inherit it), or three workers' thread pools thrash two cores.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
+
 # The FR3 and Robotiq models for tests and CI (the product finds its own: assets.py).
 _MENAGERIE = REPO.parent / "shared" / "menagerie"
 if _MENAGERIE.is_dir():
     os.environ.setdefault("MENAGERIE_ROOT", str(_MENAGERIE))
 
-# Domain ids 1..100: distinct per test in this run, offset by the pid so two runs on one
-# machine (a developer and CI) are unlikely to share one.
-_domains = itertools.count(os.getpid() % 100)
+# ROS domain ids 1..100 (Linux allows 0..101): each pytest-xdist worker (up to 7) owns its own
+# block, so two tests running at once never share a domain; within a block ids cycle (a test's
+# graph is gone before its id comes round again: no_process_left_behind), starting at an offset
+# from the run's id so a developer's run and CI's on one machine are unlikely to meet.
+_WORKERS_MAX = 8
+_BLOCK = 100 // _WORKERS_MAX
+
+
+def _worker_index() -> int:
+    """xdist's workers gw0..gw6 own blocks 0..6; a run without xdist owns the last block, so it
+    can run beside a parallel one (scripts/run-tests.sh runs the realtime cases so)."""
+    name = os.environ.get("PYTEST_XDIST_WORKER", "")  # gw0, gw1, ... (absent without xdist)
+    if not name[2:].isdigit():
+        return _WORKERS_MAX - 1
+    return int(name[2:]) % (_WORKERS_MAX - 1)
+
+
+_domains = itertools.count(int(os.environ.get("PYTEST_XDIST_TESTRUNUID", str(os.getpid())), 16 if
+                               "PYTEST_XDIST_TESTRUNUID" in os.environ else 10) % _BLOCK)
+
+
+def domain_id() -> int:
+    return 1 + _worker_index() * _BLOCK + next(_domains) % _BLOCK
 
 
 @pytest.fixture(autouse=True)
 def ros_isolation(monkeypatch):
-    domain = 1 + next(_domains) % 100
+    domain = domain_id()
     monkeypatch.setenv("ROS_DOMAIN_ID", str(domain))
     monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     monkeypatch.delenv("ROS_STATIC_PEERS", raising=False)

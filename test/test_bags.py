@@ -16,11 +16,14 @@ import graphs
 import pytest
 import servers
 import yaml
+from no_ros import indgen_without_ros
 
 from indgen_core import topics
 from indgen_core.store import ResultsStore
 
-pytestmark = [pytest.mark.slow, pytest.mark.ros]
+# realtime: the recorded campaign's bag is judged tick by tick (every command recorded), which a
+# recorder starved of CPU by parallel tests does not always deliver
+pytestmark = [pytest.mark.slow, pytest.mark.ros, pytest.mark.realtime]
 
 
 def indgen(*args: str, env=None, expect: int | None = 0) -> subprocess.CompletedProcess:
@@ -142,6 +145,95 @@ def test_info_rescore_and_latency(recorded):
     assert lat["overall"]["missed"] <= aborted, (lat["overall"], aborted)
     assert lat["overall"]["round_trip_ms_p50"] > 0 and lat["overall"]["server_ms_p50"] >= 0
     assert lat["overall"]["obs_to_command_ms_p99"] >= lat["overall"]["obs_to_command_ms_p50"] > 0
+
+
+def test_info_rescore_latency_video_and_replay_run_where_ros_cannot_be_imported(recorded, tmp_path):
+    """An analyst's laptop: `indgen bag` decodes with the bag's own definitions and checks the
+    signatures with the store's key, with rclpy and indgen_msgs not importable."""
+    bag, db = str(recorded["bag"]), str(recorded["db"])
+
+    def run(*args):
+        proc = indgen_without_ros("bag", *args)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        return proc.stdout
+
+    assert "indgen_msgs/msg/EpisodeResult" in run("info", bag)
+    rescored = run("rescore", bag, "--db", db, "--json", str(tmp_path / "rs.json"))
+    assert "signatures checked against the results store" in rescored
+    with_ros = indgen("bag", "rescore", bag, "--db", db, "--json", str(tmp_path / "rs_ros.json"))
+    assert "signatures checked" in with_ros.stdout
+    assert json.loads((tmp_path / "rs.json").read_text()) == json.loads((tmp_path / "rs_ros.json").read_text())
+    run("latency", bag, "--json", str(tmp_path / "lat.json"))
+    assert json.loads((tmp_path / "lat.json").read_text())["overall"]["trials"] == 4
+    run("video", bag, "--out", str(tmp_path / "v"), "--json", str(tmp_path / "v.json"))
+    assert sorted(v["level"] for v in json.loads((tmp_path / "v.json").read_text())) == [0, 1]
+    port = servers.free_port()
+    server = servers.start_server("droid_twin_oracle", port)
+    try:
+        run("replay", bag, "--server", f"ws://127.0.0.1:{port}", "--json", str(tmp_path / "rp.json"))
+    finally:
+        servers.stop(server)
+    replayed = json.loads((tmp_path / "rp.json").read_text())
+    assert replayed["max_abs"] == 0.0 and replayed["errors"] == 0
+
+
+def test_the_bags_own_definitions_give_the_canonical_bytes_rclpy_gives(recorded):
+    """Signatures are computed on rclpy messages and checked on the bag decoder's: messages of
+    every type in the bag (images, joint states, uint8[] payloads, float32 fields) have the
+    same canonical bytes both ways."""
+    from rclpy.serialization import deserialize_message
+
+    from indgen_core import messages
+    from indgen_core.bags.trials import readers, records
+    from indgen_core.ros import convert
+
+    seen = collections.Counter()
+    for record in records(readers([recorded["bag"]])):
+        if seen[record.msgtype] >= 25:  # every type, 25 of each: decoding every frame twice takes minutes
+            continue
+        ours = messages.canonical_bytes(record.decode(), skip="", kinds=record.decoder.kinds)
+        rclpy_msg = deserialize_message(record.data, convert.message_class(record.msgtype))
+        theirs = messages.canonical_bytes(rclpy_msg, skip="")
+        assert ours == theirs, record.msgtype
+        seen[record.msgtype] += 1
+    assert {"indgen_msgs/msg/EpisodeResult", "indgen_msgs/msg/TaskSetup", "sensor_msgs/msg/Image"} <= set(seen)
+
+
+def test_a_tampered_result_in_a_bag_is_never_counted(recorded, tmp_path):
+    """One result rewritten in the bag (failure turned into success, the signature kept): with the
+    store's key, rescore drops it as unsigned, with or without ROS."""
+    from indgen_core.bags.trials import read, readers, records
+    from indgen_core.bags.writer import BagWriter
+
+    forged = tmp_path / "forged"
+    writer = BagWriter(forged)
+    changed = None
+    for record in records(readers([recorded["bag"]])):
+        writer.add_topic(record.topic, record.msgtype)
+        data = record.data
+        if record.topic == topics.EPISODE_RESULT and changed is None:
+            msg = record.decode()
+            msg.outcome = 1 - msg.outcome if msg.outcome in (0, 1) else 0
+            changed = msg.trial_id
+            data = bytes(record.decoder.store.serialize_cdr(msg, record.msgtype))
+        writer.write(record.topic, record.msgtype, record.log_time, data)
+    writer.close()
+    assert changed is not None
+    with ResultsStore(recorded["db"]) as store:
+        key = store.campaign_key("rec")
+    untouched = read([recorded["bag"]], keys=lambda campaign: key)
+    tampered = read([forged], keys=lambda campaign: key)
+    assert tampered.unsigned == [changed] and untouched.unsigned == []
+    differ = [(t, u) for t, u in zip(tampered.attempts, untouched.attempts, strict=True)
+              if (t.result is None) != (u.result is None)]
+    assert [(t.trial_id, t.result) for t, _ in differ] == [(changed, None)]  # dropped, and only it
+    proc = indgen_without_ros("bag", "rescore", str(forged), "--db", str(recorded["db"]), "--json",
+                              str(tmp_path / "f.json"))
+    assert proc.returncode == 0, proc.stderr
+    assert f"IGNORED 1 result(s) not signed with the campaign's key (altered or forged): {changed}" in proc.stdout
+    figures = json.loads((tmp_path / "f.json").read_text())
+    assert figures["unsigned"] == [changed]
+    assert None in {t["recorded"] for t in figures["trials"] if t["trial"] == changed}
 
 
 def test_a_wrong_final_state_is_a_disagreement(recorded, tmp_path):

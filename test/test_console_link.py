@@ -17,7 +17,7 @@ from indgen_core import graph
 from indgen_core.store import ResultsStore
 from indgen_robot.console import model as m
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.realtime]
 rclpy = pytest.importorskip("rclpy")
 
 
@@ -35,7 +35,7 @@ def test_two_consoles_on_one_prompt_one_answer_is_accepted(tmp_path, ros_context
     from ros_helpers import spinning
 
     from indgen_msgs.srv import PrepareTrial
-    from indgen_robot.console.link import ConsoleLink
+    from indgen_robot.ros.console_link import ConsoleLink
 
     campaign = tmp_path / "stack.yaml"
     campaign.write_text("name: two\naxis: stack\nworld: droid_twin\npolicies: [droid_twin_oracle]\n"

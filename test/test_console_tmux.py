@@ -19,7 +19,7 @@ import yaml
 
 from indgen_core.store import ResultsStore
 
-pytestmark = [pytest.mark.slow, pytest.mark.ros]
+pytestmark = [pytest.mark.slow, pytest.mark.ros, pytest.mark.realtime]
 rclpy = pytest.importorskip("rclpy")
 if shutil.which("tmux") is None:
     pytest.fail("tmux is needed for the console's terminal test (scripts/ensure-system-deps.sh installs it)")
@@ -28,8 +28,9 @@ if shutil.which("tmux") is None:
 class Terminal:
     """One tmux session running a command; the screen as text."""
 
-    def __init__(self, name: str, command: str, env: dict):
+    def __init__(self, name: str, command: str, env: dict, graph=None):
         self.name = name
+        self.graph = graph  # the launched graph, whose log a failed wait shows
         exports = " ".join(f"{k}={v}" for k, v in env.items())
         subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "110", "-y", "48",
                         f"env {exports} {command}"], check=True)
@@ -51,7 +52,9 @@ class Terminal:
             if all(t in screen for t in texts):
                 return screen
             time.sleep(0.2)
-        raise AssertionError(f"{texts} never on the console's screen; it shows:\n{screen}")
+        log = self.graph.output()[-6000:] if self.graph is not None else ""
+        raise AssertionError(f"{texts} never on the console's screen; it shows:\n{screen}\n"
+                             f"the graph's log ends:\n{log}")
 
     def close(self) -> None:
         subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
@@ -103,7 +106,7 @@ def test_a_person_runs_a_two_level_campaign_with_the_console(tmp_path, ros_conte
     command = f"{sys.executable} -m indgen_core.cli console --operator ada"
     session = f"indgen-console-{os.getpid()}"
     console_env = console_environment(ros_isolation)
-    term = Terminal(session, command, console_env)
+    term = Terminal(session, command, console_env, proc)
     node = rclpy.create_node("hands", context=ros_context)
     build_scene = scene_builder(node)
 
@@ -138,7 +141,7 @@ def test_a_person_runs_a_two_level_campaign_with_the_console(tmp_path, ros_conte
         setup_of("k+1/000")
         term.close()
         time.sleep(1.0)
-        term = Terminal(session, command, console_env)
+        term = Terminal(session, command, console_env, proc)
         screen = setup_of("k+1/000")
         assert "1 level further out (level 0 -> 1): blue_block_raise 0 -> 0.25 in" in screen
         term.keys("s")

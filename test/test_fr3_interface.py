@@ -1,4 +1,4 @@
-"""The FR3's topic interface (indgen_core.nodes.fr3) and the lock-step answer matching: the
+"""The FR3's topic interface (indgen_core.ros.fr3) and the lock-step answer matching: the
 messages the twin, the policy node and later the real robot's driver share, and what happens
 to a late, repeated or malformed command (dropped, never applied)."""
 
@@ -15,8 +15,8 @@ pytestmark = pytest.mark.ros
 pytest.importorskip("rclpy")
 
 from indgen_core.episode import PolicyUnavailable  # noqa: E402
-from indgen_core.nodes import fr3  # noqa: E402
-from indgen_core.nodes.lockstep import AnswerSlot  # noqa: E402
+from indgen_core.lockstep import AnswerSlot  # noqa: E402
+from indgen_core.ros import fr3  # noqa: E402
 
 
 def test_joint_state_round_trip_in_any_name_order():
@@ -101,9 +101,9 @@ def test_twin_io_over_dds_drops_stale_and_malformed_commands(ros_context):
     from std_msgs.msg import Float64MultiArray
 
     from indgen_core import topics
-    from indgen_core.nodes.base import LOCKSTEP
+    from indgen_core.ros.base import LOCKSTEP
     from indgen_msgs.msg import ControlTick
-    from indgen_sim.nodes.droid_io import DroidTwinIO
+    from indgen_sim.ros.droid_io import DroidTwinIO
 
     world_node = rclpy.create_node("twin_io_test", context=ros_context)
     peer = rclpy.create_node("fake_policy", context=ros_context)

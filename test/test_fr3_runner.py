@@ -23,10 +23,10 @@ import pytest
 from procs import LoggedProcess
 from ros_helpers import spin_until, spinning
 
-from indgen_core import graph, topics
+from indgen_core import graph, messages, topics
 from indgen_core.robot_config import load_robot_config
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.realtime]
 rclpy = pytest.importorskip("rclpy")
 CONFIG = load_robot_config("fr3_robotiq_zed")
 PERIOD = 1 / CONFIG.control.rate_hz
@@ -53,8 +53,8 @@ class FakePolicy:
     def __init__(self, node):
         from std_msgs.msg import Float64MultiArray
 
-        from indgen_core.nodes import fr3
-        from indgen_core.nodes.base import LATCHED, LOCKSTEP
+        from indgen_core.ros import fr3
+        from indgen_core.ros.base import LATCHED, LOCKSTEP
         from indgen_msgs.msg import ControlTick, PolicyStatus
 
         self.fr3 = fr3
@@ -106,7 +106,7 @@ class Session:
         from std_msgs.msg import String
         from std_srvs.srv import SetBool
 
-        from indgen_core.nodes.base import LATCHED, LOCKSTEP
+        from indgen_core.ros.base import LATCHED, LOCKSTEP
         from indgen_msgs.action import RunEpisode
         from indgen_msgs.srv import PrepareTrial
 
@@ -132,13 +132,13 @@ class Session:
                          parameters=(), trial_index=0, seed=1, policy="p", max_steps=steps)
 
     def prepare(self, name, steps=10):
-        from indgen_core.nodes import convert
+        from indgen_core.ros import convert
 
         return _call(self.prepare_client, self.PrepareTrial.Request(setup=convert.setup_to_msg(
             self.setup(name, steps), self.node.get_clock().now().to_msg())))
 
     def start(self, name, steps, behaviour, prepare=True):
-        from indgen_core.nodes import convert
+        from indgen_core.ros import convert
 
         if prepare:
             answer = self.prepare(name, steps)
@@ -152,11 +152,10 @@ class Session:
         return send.result()
 
     def result(self, handle, timeout=120):
-        from indgen_core.nodes import convert
 
         result = handle.get_result_async()
         assert _wait(result.done, timeout), "the episode did not end"
-        return convert.result_from_msg(result.result().result.result), result.result().status
+        return messages.result_from_msg(result.result().result.result), result.result().status
 
     def run(self, name, steps, behaviour, during=None):
         handle = self.start(name, steps, behaviour)
@@ -223,7 +222,7 @@ def test_the_runner_resets_never_applies_a_bad_command_and_serves_a_cancel_mid_e
     assert np.max(np.abs(s.joints[-1][1] - np.array(CONFIG.reset.pose))) <= CONFIG.reset.tolerance
     # the same request again (a reply lost to discovery: the progression manager asks again):
     # answered from where the arm is, nothing sent to the arm
-    from indgen_core.nodes import convert
+    from indgen_core.ros import convert
 
     repeat = s.PrepareTrial.Request(setup=convert.setup_to_msg(s.setup("again", 10), s.node.get_clock().now().to_msg()))
     assert _call(s.prepare_client, repeat).ready
@@ -384,9 +383,9 @@ def test_frozen_camera_no_command_from_a_stale_frame(tmp_path, ros_context):
     import servers
     from std_msgs.msg import Float64MultiArray, String
 
-    from indgen_core.nodes.base import LATCHED, LOCKSTEP
-    from indgen_core.nodes.convert import setup_to_msg
     from indgen_core.records import TaskSetup
+    from indgen_core.ros.base import LATCHED, LOCKSTEP
+    from indgen_core.ros.convert import setup_to_msg
     from indgen_msgs.msg import ControlTick
     from indgen_msgs.msg import TaskSetup as TaskSetupMsg
 
@@ -458,8 +457,8 @@ def test_camera_node_publishes_a_video_file_crops_a_stereo_frame_and_refuses_a_m
     import cv2
     from sensor_msgs.msg import Image
 
-    from indgen_core.nodes import fr3
-    from indgen_core.nodes.base import LOCKSTEP
+    from indgen_core.ros import fr3
+    from indgen_core.ros.base import LOCKSTEP
 
     def video(name, size, paint):
         path = tmp_path / f"{name}.avi"
@@ -509,7 +508,7 @@ def test_camera_node_publishes_a_video_file_crops_a_stereo_frame_and_refuses_a_m
 def test_the_policy_node_reads_every_camera_encoding_with_row_padding():
     from sensor_msgs.msg import Image
 
-    from indgen_core.nodes import fr3
+    from indgen_core.ros import fr3
     from indgen_core.specs.droid import letterbox
 
     rgb = np.random.default_rng(0).integers(0, 255, (720, 1280, 3), dtype=np.uint8)

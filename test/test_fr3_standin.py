@@ -1,6 +1,6 @@
 """The hardware stand-in itself, behaviour by behaviour, against what the real stack does (each
 behaviour's source is cited where the stand-in implements it: indgen_sim/standin/jtc.py,
-cell.py and nodes/fr3_stand_in.py): the trajectory controller as ros2_controllers runs it, the
+cell.py and ros/fr3_stand_in.py): the trajectory controller as ros2_controllers runs it, the
 reflexes and what they deactivate, the recovery procedure, the torque rate limiter, and on the
 wire the split joint-state topics, joint_state_publisher's repeat-the-last-values merge, the
 best-effort convenience topic, cameras that publish only while subscribed, with capture
@@ -172,6 +172,7 @@ def test_standin_limits_the_torque_rate_as_franka_hardware_does():
 
 # -- on the wire ------------------------------------------------------------------------------------------
 @pytest.mark.ros
+@pytest.mark.realtime
 def test_standin_topics_behave_like_the_real_stack_and_a_camera_frozen(ros_context):
     """The stand-in and its cameras' process, read as the runner and the policy node would."""
     rclpy = pytest.importorskip("rclpy")
@@ -184,7 +185,7 @@ def test_standin_topics_behave_like_the_real_stack_and_a_camera_frozen(ros_conte
     from trajectory_msgs.msg import JointTrajectory
 
     from indgen_core import graph
-    from indgen_core.nodes.base import LATCHED, LOCKSTEP
+    from indgen_core.ros.base import LATCHED, LOCKSTEP
 
     env = dict(os.environ)
     env.pop("MENAGERIE_ROOT", None)

@@ -27,7 +27,7 @@ import yaml
 
 from indgen_core.store import ResultsStore
 
-pytestmark = [pytest.mark.slow, pytest.mark.ros]
+pytestmark = [pytest.mark.slow, pytest.mark.ros, pytest.mark.realtime]
 
 VICTIMS = ["policy_server", "sim_bridge", "scorer", "policy_node", "progression_manager", "recorder"]
 _PID = re.compile(r"^\[launch\] (?:started|restarted) (\w+) \(pid (\d+)\)")

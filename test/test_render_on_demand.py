@@ -89,7 +89,7 @@ def test_through_the_graph_the_policy_gets_the_same_images_whether_rendered_ever
     from ros_helpers import spinning
 
     from indgen_core import topics
-    from indgen_core.nodes.base import RELIABLE
+    from indgen_core.ros.base import RELIABLE
     from indgen_core.store import ResultsStore
     from indgen_core.wire import codec
     from indgen_msgs.msg import PolicyExchange

@@ -45,8 +45,9 @@ def _blockenv_campaign(store, cid="sec", trials=1, levels=(0,)):
 
 @pytest.mark.ros
 def test_the_scorer_commits_only_results_and_dones_signed_with_the_campaign_key(tmp_path, ros_context):
-    from indgen_core.nodes import convert
-    from indgen_core.nodes.base import LATCHED, RELIABLE
+    from indgen_core import messages
+    from indgen_core.ros import convert
+    from indgen_core.ros.base import LATCHED, RELIABLE
     from indgen_msgs.msg import CampaignStatus, EpisodeResult
 
     db = tmp_path / "r.sqlite"
@@ -80,23 +81,23 @@ def test_the_scorer_commits_only_results_and_dones_signed_with_the_campaign_key(
     try:
         assert spin_until(node, lambda: results.get_subscription_count() > 0, 30)
         forged = [result(trials[0]),  # unsigned
-                  convert.sign(result(trials[0]), b"\x00" * 32),  # signed with another key
-                  convert.sign(result(trials[0]), key)]
+                  messages.sign(result(trials[0]), b"\x00" * 32),  # signed with another key
+                  messages.sign(result(trials[0]), key)]
         forged[2].trial_id = trials[1]  # signed, then changed
         for msg in forged:
             assert not publish_until(results, msg, lambda: attempts(trials[0]) + attempts(trials[1]) > 0, 3.0)
-        genuine = convert.sign(result(trials[0], records.Outcome.SUCCESS), key)
+        genuine = messages.sign(result(trials[0], records.Outcome.SUCCESS), key)
         assert publish_until(results, genuine, lambda: attempts(trials[0]) == 1)
 
         done = CampaignStatus(campaign_id="sec", state=CampaignStatus.STATE_DONE, message="forged")
         report = tmp_path / "reports" / "sec" / "report.html"
         assert not publish_until(status, done, report.exists, 3.0)  # unsigned DONE
-        assert not publish_until(status, convert.sign(done, key), report.exists, 3.0)  # the store says: not done
-        assert publish_until(results, convert.sign(result(trials[1], records.Outcome.SUCCESS), key),
+        assert not publish_until(status, messages.sign(done, key), report.exists, 3.0)  # the store says: not done
+        assert publish_until(results, messages.sign(result(trials[1], records.Outcome.SUCCESS), key),
                              lambda: attempts(trials[1]) == 1)
         with ResultsStore(db) as store:
             store.set_status("sec", "done")
-        genuine_done = convert.sign(CampaignStatus(campaign_id="sec", state=CampaignStatus.STATE_DONE), key)
+        genuine_done = messages.sign(CampaignStatus(campaign_id="sec", state=CampaignStatus.STATE_DONE), key)
         assert publish_until(status, genuine_done, report.exists, 15.0)
     finally:
         node.destroy_node()
@@ -109,7 +110,7 @@ def test_the_scorer_commits_only_results_and_dones_signed_with_the_campaign_key(
 
 @pytest.mark.ros
 def test_operator_answers_only_from_a_registered_console_for_the_open_prompt(tmp_path, ros_context):
-    from indgen_core.nodes.base import LATCHED
+    from indgen_core.ros.base import LATCHED
     from indgen_msgs.msg import OperatorPrompt
     from indgen_msgs.srv import OperatorAck, OperatorRegister
 
@@ -214,10 +215,10 @@ def test_every_subscription_and_service_of_every_node_is_guarded(repo):
     """The fuzz test covers the graphs it runs; this keeps new nodes on the guarded path."""
     offenders = []
     for path in sorted((repo / "src").rglob("*.py")):
-        if path.name == "base.py" and path.parent.name == "nodes" and path.parent.parent.name == "indgen_core":
+        if path.name == "base.py" and path.parent.name == "ros" and path.parent.parent.name == "indgen_core":
             continue
         text = path.read_text()
         for call in ("create_subscription(", "create_service("):
             if call in text:
                 offenders.append(f"{path.relative_to(repo)}: {call}")
-    assert offenders == [], "use indgen_core.nodes.base.subscribe / serve: " + ", ".join(offenders)
+    assert offenders == [], "use indgen_core.ros.base.subscribe / serve: " + ", ".join(offenders)

@@ -13,7 +13,7 @@ import pytest
 
 from indgen_core.errors import IndGenError
 from indgen_core.inprocess import InProcessExecutor
-from indgen_core.nodes.world_watch import WorldWatch
+from indgen_core.world_watch import WorldWatch
 from indgen_sim.twin import vision
 
 torch = pytest.importorskip("torch")

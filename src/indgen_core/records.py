@@ -1,6 +1,6 @@
 """The plain-Python records that cross every boundary: a trial's task setup and its result.
 
-They mirror indgen_msgs/TaskSetup and EpisodeResult field by field (nodes/convert.py maps
+They mirror indgen_msgs/TaskSetup and EpisodeResult field by field (ros/convert.py maps
 one to the other), so the core, the store and in-process loops never need ROS.
 """
 

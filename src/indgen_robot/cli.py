@@ -21,20 +21,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_console(args: argparse.Namespace) -> int:
-    import rclpy
-
-    from indgen_robot.console import app
-    from indgen_robot.console.link import ConsoleLink
     from indgen_robot.console.model import ConsoleModel
+    from indgen_robot.ros.console_link import run_console
 
     model = ConsoleModel(operator=args.operator, role="watch" if args.watch else "operate")
-    rclpy.init()
-    link = ConsoleLink(model, watch=args.watch)
-    try:
-        return app.run(model, link)
-    finally:
-        link.close()
-        rclpy.try_shutdown()
+    return run_console(model, watch=args.watch)
 
 
 def register_bringup(sub: argparse._SubParsersAction) -> None:

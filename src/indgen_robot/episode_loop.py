@@ -4,7 +4,7 @@ that tick, send it from the measured arm, and stop for the first reason that app
 Plain Python over three ports, so that tests run it without ROS: `motion` (every segment,
 from the measured arm), `robot` (the gripper), `policy` (publish a tick, wait for its
 answer), plus `inputs()`, a snapshot of what the runner knows (e-stop, cancel, policy, the
-arm's freshness). The runner node (nodes/fr3_runner.py) only wires ROS to it.
+arm's freshness). The runner node (ros/fr3_runner.py) only wires ROS to it.
 
 Per tick, before anything is sent, safety.TickChecks decides whether the episode must end;
 a command that is missing, late, repeated, non-finite, the wrong size or out of range is never

@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from indgen_core.nodes.base import LATCHED
+from indgen_core.ros.base import LATCHED
 
 
 class ScriptedOperator:

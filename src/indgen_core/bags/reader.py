@@ -1,9 +1,9 @@
 """Reading a rosbag2 MCAP bag, whole or cut short.
 
 A bag is a folder with metadata.yaml and one .mcap file (or several, split by size). The
-reader goes through each .mcap sequentially with the `mcap` library and decodes messages with
-`mcap-ros2-support` from the message definitions stored in the file, so it needs neither ROS
-nor the project's own types. A file whose writer was killed has no summary at its end (and the
+reader goes through each .mcap sequentially with the `mcap` library and decodes messages from
+the message definitions stored in the file (decode.py), so it needs neither ROS nor the
+project's own types. A file whose writer was killed has no summary at its end (and the
 bag no metadata.yaml): it is read up to its last complete record, and `truncated` says so;
 `indgen bag repair` rewrites it as a complete bag.
 
@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from indgen_core.bags.decode import BagDecoder
 from indgen_core.errors import IndGenError, require
 
 
@@ -36,6 +37,23 @@ class Record:
     data: bytes  # the message's CDR bytes
     schema: Any
     channel: Any
+    decoder: BagDecoder
+
+    def decode(self):
+        """The message, from the definition its bag stores; a BagError when it has none usable
+        or the bytes are not a message of that type."""
+        if self.schema is None or self.schema.encoding != "ros2msg":
+            kind = self.schema.encoding if self.schema is not None else "no"
+            raise BagError(f"{self.topic} has {kind} schema for {self.msgtype or 'its messages'}, "
+                           "not a ros2msg definition")
+        try:
+            self.decoder.learn(self.msgtype, self.schema.data.decode())
+        except Exception as exc:
+            raise BagError(f"{self.topic}: no usable definition of {self.msgtype} ({exc})") from None
+        try:
+            return self.decoder.decode(self.data, self.msgtype)
+        except Exception as exc:  # bytes that are not a message of that type
+            raise BagError(f"a {self.msgtype} message on {self.topic} does not decode ({exc})") from None
 
 
 def mcap_files(bag: Path, allow_missing_metadata: bool = False) -> list[Path]:
@@ -74,11 +92,11 @@ class BagReader:
 
     MAGIC = b"\x89MCAP0\r\n"
 
-    def __init__(self, bag: str | Path, allow_truncated: bool = True):
+    def __init__(self, bag: str | Path, allow_truncated: bool = True, decoder: BagDecoder | None = None):
         self.bag = Path(bag)
         self.files = mcap_files(self.bag, allow_missing_metadata=allow_truncated)
         self.truncated: list[str] = []
-        self._decoders: dict[int, Any] = {}
+        self.decoder = decoder or BagDecoder()
         for path in list(self.files):
             with path.open("rb") as fh:
                 head = fh.read(8)
@@ -100,7 +118,7 @@ class BagReader:
                     for schema, channel, message in reader.iter_messages(topics=list(topics) if topics else None,
                                                                          log_time_order=False):
                         yield Record(channel.topic, schema.name if schema else "", message.log_time,
-                                     bytes(message.data), schema, channel)
+                                     bytes(message.data), schema, channel, self.decoder)
                 except Exception as exc:
                     if self.complete(path):  # a whole file that does not read: corrupt
                         raise BagError(f"{path}: corrupt MCAP ({exc})") from None
@@ -117,22 +135,3 @@ class BagReader:
                 return False
             fh.seek(-8, io.SEEK_END)
             return fh.read(8) == cls.MAGIC
-
-    def decode(self, record: Record):
-        decoder = self._decoders.get(record.schema.id)
-        if decoder is None:
-            factory = require("mcap_ros2.decoder", "all", "reading bags").DecoderFactory()
-            try:
-                decoder = factory.decoder_for("cdr", record.schema)
-            except Exception as exc:
-                raise BagError(f"{self.bag}: no usable definition of {record.msgtype} ({exc})") from None
-            if decoder is None:
-                raise BagError(f"{self.bag}: unknown message type {record.msgtype}")
-            self._decoders[record.schema.id] = decoder
-        return decoder(record.data)
-
-    def messages(self, topics: set[str] | None = None) -> Iterator[tuple[Record, Any]]:
-        for record in self.records(topics):
-            yield record, self.decode(record)
-
-

@@ -2,8 +2,8 @@
 
 One pass over the graph's own topics (task setups, the worlds' final states, results,
 operator answers) pairs every attempt at a trial with what the world recorded at its end
-and the result the progression manager signed. Messages are decoded with the installed
-indgen_msgs (convert.deserialize), so a signature can be checked against the campaign key
+and the result the progression manager signed. Messages are decoded from the definitions the
+bag stores (decode.py: no ROS needed), and a signature is checked against the campaign key
 when the results store that holds it is at hand.
 """
 
@@ -15,12 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from indgen_core import topics
+from indgen_core import messages, topics
+from indgen_core.bags.decode import BagDecoder
 from indgen_core.bags.reader import BagError, BagReader, Record
 
 FINAL_STATE, POLICY_EXCHANGE, OPERATOR_ANSWER = topics.FINAL_STATE, topics.POLICY_EXCHANGE, topics.OPERATOR_ANSWER
 
-TRIAL_TOPICS = {topics.TASK_SETUP, FINAL_STATE, topics.EPISODE_RESULT, OPERATOR_ANSWER}
+#: the graph's own topics and the types IndGen records on them
+TRIAL_TOPICS = {topics.TASK_SETUP: "indgen_msgs/msg/TaskSetup", FINAL_STATE: "indgen_msgs/msg/WorldFinalState",
+                topics.EPISODE_RESULT: "indgen_msgs/msg/EpisodeResult",
+                OPERATOR_ANSWER: "indgen_msgs/msg/OperatorAnswer"}
 
 
 @dataclass
@@ -54,6 +58,8 @@ class Recording:
     bags: list[Path]
     attempts: list[Attempt]
     truncated: list[str]
+    #: trials with a result whose signature did not check (forged or altered): never counted
+    unsigned: list[str] = field(default_factory=list)
 
     def campaigns(self) -> list[str]:
         return list(dict.fromkeys(a.campaign_id for a in self.attempts))
@@ -66,7 +72,8 @@ class Recording:
         if campaign not in held:
             names = ", ".join(held) if held else "no campaign"
             raise BagError(f"{_names(self.bags)} holds {names}, not campaign {campaign}")
-        return Recording(self.bags, [a for a in self.attempts if a.campaign_id == campaign], self.truncated)
+        return Recording(self.bags, [a for a in self.attempts if a.campaign_id == campaign], self.truncated,
+                         self.unsigned)
 
     def trial(self, trial_id: str) -> list[Attempt]:
         found = [a for a in self.attempts if a.trial_id == trial_id]
@@ -80,7 +87,9 @@ def _names(bags: list[Path]) -> str:
 
 
 def readers(bags: Iterable[str | Path]) -> list[BagReader]:
-    return [BagReader(b) for b in bags]
+    """Readers that share one decoder (bags split from one recording define the same types)."""
+    decoder = BagDecoder()
+    return [BagReader(b, decoder=decoder) for b in bags]
 
 
 def records(bags: list[BagReader], wanted: set[str] | None = None) -> Iterator[Record]:
@@ -89,27 +98,28 @@ def records(bags: list[BagReader], wanted: set[str] | None = None) -> Iterator[R
 
 
 def deserialize(record: Record):
-    """The message as the installed indgen_msgs define it; a type this machine does not have
-    (another package, a renamed type on a graph topic) is a BagError."""
-    from indgen_core.nodes import convert
+    """The message, decoded with the definition its bag stores (a BagError when it has none)."""
+    return record.decode()
 
-    try:
-        return convert.deserialize(record.data, record.msgtype)
-    except LookupError as exc:
-        raise BagError(f"{record.topic} holds {exc}") from None
-    except Exception as exc:  # bytes that are not a message of that type
-        raise BagError(f"a {record.msgtype} message on {record.topic} does not decode ({exc})") from None
+
+def _graph_message(record: Record):
+    """A message on one of the graph's own topics: of the type IndGen records there, or a
+    BagError (another package's type on a graph topic would be read field by field as ours)."""
+    expected = TRIAL_TOPICS[record.topic]
+    if record.msgtype != expected:
+        raise BagError(f"{record.topic} holds {record.msgtype or 'untyped'} messages, not IndGen's {expected}")
+    return record.decode()
 
 
 def read(bags: Iterable[str | Path], keys=None) -> Recording:
     """Every attempt in the bags. `keys(campaign_id)` gives a campaign's signing key (or None),
     so results are checked; without it no signature is checked."""
-    from indgen_core.nodes import convert
 
     bag_readers = readers(bags)
     attempts: list[Attempt] = []
     by_stamp: dict[tuple, Attempt] = {}
     latest: dict[tuple[str, str], Attempt] = {}
+    unsigned: list[str] = []
     key_cache: dict[str, Any] = {}
 
     def key_of(campaign: str):
@@ -119,8 +129,8 @@ def read(bags: Iterable[str | Path], keys=None) -> Recording:
             key_cache[campaign] = keys(campaign)
         return key_cache[campaign]
 
-    for record in records(bag_readers, TRIAL_TOPICS):
-        msg = deserialize(record)
+    for record in records(bag_readers, set(TRIAL_TOPICS)):
+        msg = _graph_message(record)
         if record.topic == topics.TASK_SETUP:
             stamp = (msg.campaign_id, msg.trial_id, msg.header.stamp.sec, msg.header.stamp.nanosec)
             if stamp in by_stamp:  # the latched setup seen again by a restarted recorder
@@ -139,8 +149,9 @@ def read(bags: Iterable[str | Path], keys=None) -> Recording:
             if attempt is None:
                 continue  # its setup was before the recording started
             key = key_of(msg.campaign_id)
-            signed = None if key is None else convert.signed_by(msg, key)
+            signed = None if key is None else messages.signed_by(msg, key, kinds=record.decoder.kinds)
             if signed is False:
+                unsigned.append(msg.trial_id)
                 continue  # not the progression manager's: never counted
             if msg.relabel:
                 attempt.relabels.append(msg)
@@ -151,13 +162,15 @@ def read(bags: Iterable[str | Path], keys=None) -> Recording:
             if attempt is not None:
                 attempt.answers.append(msg)
     truncated = [f"{b.bag}/{name}" for b in bag_readers for name in b.truncated]
-    return Recording([b.bag for b in bag_readers], attempts, truncated)
+    return Recording([b.bag for b in bag_readers], attempts, truncated, unsigned)
 
 
 def setup_of(attempt: Attempt):
-    from indgen_core.nodes import convert
-
-    return convert.setup_from_msg(attempt.setup_msg)
+    """The attempt's task setup as a record; a BagError when its fields are not valid."""
+    try:
+        return messages.setup_from_msg(attempt.setup_msg)
+    except (messages.MalformedMessage, AttributeError, TypeError) as exc:
+        raise BagError(f"the recorded task setup of {attempt.trial_id} is not valid ({exc})") from None
 
 
 def state_of(final) -> dict:

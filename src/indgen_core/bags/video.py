@@ -17,11 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from indgen_core import topics
+from indgen_core import messages, topics
 from indgen_core.bags.reader import BagError
 from indgen_core.bags.trials import Attempt, Recording, deserialize, records
 from indgen_core.errors import require
-from indgen_core.nodes import convert
 from indgen_core.records import Outcome
 
 IMAGE_TYPE = "sensor_msgs/msg/Image"
@@ -188,8 +187,8 @@ def write_videos(bag_readers, recording: Recording, attempts: list[Attempt], out
         if video is not None:
             tick = deserialize(record)
             stamps, steps = ticks.setdefault(id(video), ([], []))
-            at = bisect.bisect_right(stamps, convert.nanoseconds(tick.header.stamp))
-            stamps.insert(at, convert.nanoseconds(tick.header.stamp))
+            at = bisect.bisect_right(stamps, messages.nanoseconds(tick.header.stamp))
+            stamps.insert(at, messages.nanoseconds(tick.header.stamp))
             steps.insert(at, int(tick.step))
     try:
         for record in records(bag_readers, {topic}):
@@ -198,7 +197,7 @@ def write_videos(bag_readers, recording: Recording, attempts: list[Attempt], out
                 continue
             msg = deserialize(record)
             stamps, steps = ticks.get(id(video), ([], []))
-            at = bisect.bisect_right(stamps, convert.nanoseconds(msg.header.stamp))
+            at = bisect.bisect_right(stamps, messages.nanoseconds(msg.header.stamp))
             video.add(to_rgb(msg), steps[max(at - 1, 0)] if steps else 0)
     finally:
         for video in videos:

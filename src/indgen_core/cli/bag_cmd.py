@@ -135,8 +135,12 @@ def _rescore(args) -> int:
         parts.append(f"{s['labelled']} labelled by an operator")
     if check:
         parts.append(check)
+    if recording.unsigned:
+        parts.append(f"IGNORED {len(recording.unsigned)} result(s) not signed with the campaign's key "
+                     f"(altered or forged): {', '.join(dict.fromkeys(recording.unsigned))}")
     print("\n" + "; ".join(parts))
-    _emit(args, {**s, "trials": [{"trial": r.attempt.trial_id, "level": r.attempt.level, "agrees": r.agrees,
+    _emit(args, {**s, "unsigned": list(recording.unsigned),
+                 "trials": [{"trial": r.attempt.trial_id, "level": r.attempt.level, "agrees": r.agrees,
                                   "recorded": r.recorded.name if r.recorded is not None else None,
                                   "rescored": r.outcome.name if r.outcome is not None else None,
                                   "recorded_score": r.recorded_score, "rescored_score": r.score,

@@ -29,7 +29,7 @@ ros2_controllers `jazzy`, libfranka 0.20.5, ros2_robotiq_gripper `main`):
   (rad); its joint state broadcaster reports the knuckle position (the driver reports
   closed x (state - 3) / 227 of its 0..255 register, hardware_interface.cpp read()).
 
-ROS-free; nodes/fr3_stand_in.py publishes and subscribes it on the real topic names.
+ROS-free; ros/fr3_stand_in.py publishes and subscribes it on the real topic names.
 """
 
 from __future__ import annotations

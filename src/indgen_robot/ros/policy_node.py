@@ -50,16 +50,15 @@ from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
-from indgen_core import registry, routes, topics
+from indgen_core import messages, registry, routes, topics
 from indgen_core.episode import PolicyUnavailable
 from indgen_core.errors import IndGenError, first_line
-from indgen_core.nodes import convert
-from indgen_core.nodes.base import LATCHED, declare, run_node, subscribe
 from indgen_core.records import TaskSetup as SetupRecord
+from indgen_core.ros.base import LATCHED, declare, run_node, subscribe
 from indgen_core.specs import WARMUP_KEY, BadAction
 from indgen_core.wire.client import RemotePolicy, read_api_key
 from indgen_msgs.msg import PolicyExchange, PolicyStatus, TaskSetup
-from indgen_robot.nodes.policy_io import POLICY_IO, Tick
+from indgen_robot.ros.policy_io import POLICY_IO, Tick
 
 #: the task a warm-up request names (never a trial)
 WARMUP_SETUP = SetupRecord(campaign_id="", trial_id="warm-up", world="", axis="", level=0, in_distribution=True,
@@ -203,7 +202,7 @@ class PolicyNode(Node):
 
     # -- observations in, commands out ------------------------------------------------------------
     def _on_setup(self, msg: TaskSetup) -> None:
-        self.setups[msg.trial_id] = convert.setup_from_msg(msg)
+        self.setups[msg.trial_id] = messages.setup_from_msg(msg)
         self._follow(msg.policy)
         if len(self.setups) > 64:
             self.setups.pop(next(iter(self.setups)))

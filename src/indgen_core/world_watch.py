@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 
-from indgen_core.nodes import convert
+from indgen_core import messages
 from indgen_core.policy import robot_mismatch
 
 
@@ -39,11 +39,11 @@ class WorldWatch:
         self.policy_lost = lost
 
     def on_setup(self, msg) -> None:
-        if self.current[0] and convert.nanoseconds(msg.header.stamp) > self.current[1]:
+        if self.current[0] and messages.nanoseconds(msg.header.stamp) > self.current[1]:
             self.moved_on = msg.trial_id[:128] or "another trial"
 
     def begin(self, trial_id: str, stamp) -> None:
-        self.current, self.moved_on = (trial_id, convert.nanoseconds(stamp)), ""
+        self.current, self.moved_on = (trial_id, messages.nanoseconds(stamp)), ""
 
     def end(self) -> None:
         self.current = ("", 0)

@@ -34,8 +34,8 @@ from sensor_msgs.msg import Image
 from indgen_core import topics
 from indgen_core.errors import IndGenError, require
 from indgen_core.lists import parse_names
-from indgen_core.nodes.base import LOCKSTEP, declare, run_node
-from indgen_robot.nodes.policy_io import camera_topics_of
+from indgen_core.ros.base import LOCKSTEP, declare, run_node
+from indgen_robot.ros.policy_io import camera_topics_of
 
 
 def parse_sources(text: str) -> dict[str, str]:

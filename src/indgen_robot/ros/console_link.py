@@ -23,7 +23,7 @@ from std_srvs.srv import SetBool, Trigger
 
 from indgen_core import operator as op
 from indgen_core import topics
-from indgen_core.nodes.base import LATCHED, LEVEL_SCORES, LOCKSTEP, subscribe
+from indgen_core.ros.base import LATCHED, LEVEL_SCORES, LOCKSTEP, subscribe
 from indgen_msgs.msg import (
     CampaignStatus,
     ControlTick,
@@ -249,3 +249,16 @@ class ConsoleLink:
         self.executor.shutdown()
         self.node.destroy_node()
 
+
+
+def run_console(model: m.ConsoleModel, watch: bool = False) -> int:
+    """`indgen console`: rclpy up, the link on the graph, the terminal app until it ends."""
+    from indgen_robot.console import app
+
+    rclpy.init()
+    link = ConsoleLink(model, watch=watch)
+    try:
+        return app.run(model, link)
+    finally:
+        link.close()
+        rclpy.try_shutdown()

@@ -1,5 +1,5 @@
 """The FR3 twin's topics on the world side of the lock-step loop: the same topics and types
-as the real robot (indgen_core.nodes.fr3): /joint_states, the camera images the world renders
+as the real robot (indgen_core.ros.fr3): /joint_states, the camera images the world renders
 and the privileged object poses out; one arm and one gripper command answer each tick."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from __future__ import annotations
 from sensor_msgs.msg import JointState
 
 from indgen_core import topics
-from indgen_core.nodes import fr3
-from indgen_core.nodes.base import LOCKSTEP
-from indgen_sim.nodes.stamped_io import StampedWorldIO
+from indgen_core.ros import fr3
+from indgen_core.ros.base import LOCKSTEP
+from indgen_sim.ros.stamped_io import StampedWorldIO
 
 
 class DroidTwinIO(StampedWorldIO):

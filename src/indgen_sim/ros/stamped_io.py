@@ -17,9 +17,9 @@ from sensor_msgs.msg import Image
 from std_msgs.msg import Float64MultiArray
 
 from indgen_core import topics
-from indgen_core.nodes import fr3
-from indgen_core.nodes.base import LOCKSTEP, subscribe
-from indgen_core.nodes.lockstep import AnswerSlot
+from indgen_core.lockstep import AnswerSlot
+from indgen_core.ros import fr3
+from indgen_core.ros.base import LOCKSTEP, subscribe
 from indgen_msgs.msg import ControlTick, ImageRequest, ObjectPoses
 
 RENDER_MODES = ("on_request", "every_tick")

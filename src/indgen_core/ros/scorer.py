@@ -23,13 +23,13 @@ from pathlib import Path
 
 from rclpy.node import Node
 
-from indgen_core import blind, paths, topics
+from indgen_core import blind, messages, paths, topics
 from indgen_core import campaign as campaign_mod
 from indgen_core.analysis import summarize
 from indgen_core.errors import IndGenError
-from indgen_core.nodes import convert
-from indgen_core.nodes.base import LATCHED, LEVEL_SCORES, RELIABLE, declare, run_node, subscribe
 from indgen_core.records import Outcome
+from indgen_core.ros import convert
+from indgen_core.ros.base import LATCHED, LEVEL_SCORES, RELIABLE, declare, run_node, subscribe
 from indgen_core.store import DuplicateResult, ResultsStore
 from indgen_msgs.msg import CampaignStatus, EpisodeResult, LevelScore
 
@@ -48,7 +48,7 @@ class Scorer(Node):
         self.get_logger().info(f"committing results to {self.store.path}")
 
     def _genuine(self, msg, what: str) -> bool:
-        if convert.signed_by(msg, self.store.campaign_key(msg.campaign_id)):
+        if messages.signed_by(msg, self.store.campaign_key(msg.campaign_id)):
             return True
         self.refused += 1
         self.get_logger().warning(f"refused {what} for campaign {msg.campaign_id[:80]!r}: not signed by that "
@@ -59,7 +59,7 @@ class Scorer(Node):
     def _on_result(self, msg: EpisodeResult) -> None:
         if not self._genuine(msg, f"a result for trial {msg.trial_id[:80]!r}"):
             return
-        result = convert.result_from_msg(msg)
+        result = messages.result_from_msg(msg)
         if msg.relabel:
             self._relabel(msg, result)
             return

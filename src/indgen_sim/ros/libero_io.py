@@ -10,9 +10,9 @@ from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
 
 from indgen_core import topics
-from indgen_core.nodes import libero as libero_msgs
-from indgen_core.nodes.base import LOCKSTEP
-from indgen_sim.nodes.stamped_io import StampedWorldIO
+from indgen_core.ros import libero as libero_msgs
+from indgen_core.ros.base import LOCKSTEP
+from indgen_sim.ros.stamped_io import StampedWorldIO
 
 
 class LiberoIO(StampedWorldIO):

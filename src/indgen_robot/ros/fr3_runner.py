@@ -40,10 +40,13 @@ from std_msgs.msg import Bool, Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from indgen_core import topics
+from indgen_core import messages, topics
 from indgen_core.errors import IndGenError, first_line
-from indgen_core.nodes import convert
-from indgen_core.nodes.base import (
+from indgen_core.lockstep import AnswerSlot
+from indgen_core.records import Outcome, TrialResult
+from indgen_core.robot_config import load_robot_config
+from indgen_core.ros import convert
+from indgen_core.ros.base import (
     LATCHED,
     LOCKSTEP,
     declare,
@@ -53,10 +56,7 @@ from indgen_core.nodes.base import (
     subscribe_any,
     threaded_execute,
 )
-from indgen_core.nodes.lockstep import AnswerSlot
-from indgen_core.nodes.world_watch import WorldWatch
-from indgen_core.records import Outcome, TrialResult
-from indgen_core.robot_config import load_robot_config
+from indgen_core.world_watch import WorldWatch
 from indgen_msgs.action import RunEpisode
 from indgen_msgs.msg import ControlTick, PolicyStatus, RobotStatus, TaskSetup
 from indgen_msgs.srv import PrepareTrial
@@ -64,8 +64,8 @@ from indgen_robot.arm_state import StateSource
 from indgen_robot.control import CommandGate
 from indgen_robot.episode_loop import EpisodeEnd, EpisodeLoop
 from indgen_robot.motion import ArmMotion
-from indgen_robot.nodes.recovery import make_recovery
 from indgen_robot.reset import ResetSequence, at_pose
+from indgen_robot.ros.recovery import make_recovery
 from indgen_robot.safety import (
     Recovery,
     Stop,
@@ -172,10 +172,10 @@ class Fr3Runner(Node):
 
     # -- inputs -------------------------------------------------------------------------------------
     def _on_arm(self, msg: JointState) -> None:
-        self.arm.update(msg.name, msg.position, msg.velocity, convert.seconds(msg.header.stamp))
+        self.arm.update(msg.name, msg.position, msg.velocity, messages.seconds(msg.header.stamp))
 
     def _on_gripper(self, msg: JointState) -> None:
-        self.gripper.update(msg.name, msg.position, msg.velocity, convert.seconds(msg.header.stamp))
+        self.gripper.update(msg.name, msg.position, msg.velocity, messages.seconds(msg.header.stamp))
 
     def _command(self, part: str):
         def take(msg: Float64MultiArray) -> None:
@@ -313,7 +313,7 @@ class Fr3Runner(Node):
 
     # -- prepare: the reset -------------------------------------------------------------------------
     def _prepare(self, request, response):
-        setup = convert.setup_from_msg(request.setup)
+        setup = messages.setup_from_msg(request.setup)
         response.needs_operator = True
         if self.estop:
             response.ready, response.message = False, "the soft e-stop is engaged; release it first"
@@ -341,7 +341,7 @@ class Fr3Runner(Node):
     # -- the episode (its own thread: threaded_execute) ----------------------------------------------
     def _execute(self, goal_handle):
         try:
-            setup = convert.setup_from_msg(goal_handle.request.setup)
+            setup = messages.setup_from_msg(goal_handle.request.setup)
         except Exception as exc:
             goal_handle.abort()
             return self._result_msg(None, TrialResult("", Outcome.ABORTED, f"malformed goal: {first_line(exc)}"))

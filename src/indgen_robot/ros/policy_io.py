@@ -16,11 +16,11 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray
 
-from indgen_core import topics
+from indgen_core import messages, topics
 from indgen_core.lists import parse_names
-from indgen_core.nodes import convert, fr3
-from indgen_core.nodes import libero as libero_msgs
-from indgen_core.nodes.base import LOCKSTEP, subscribe
+from indgen_core.ros import fr3
+from indgen_core.ros import libero as libero_msgs
+from indgen_core.ros.base import LOCKSTEP, subscribe
 from indgen_msgs.msg import ControlTick, GridAction, GridObservation, ImageRequest, ObjectPoses
 from indgen_robot.arm_state import BadJointState, ClockCheck, pick
 
@@ -217,7 +217,7 @@ class StampedTickIO:
             self.latest[key] = msg
             if msg.header.stamp.sec or msg.header.stamp.nanosec:
                 self.clocks.setdefault(key, ClockCheck(self.robot.control.clock_tolerance_s if self.robot else 0.05)) \
-                    .add(convert.seconds(msg.header.stamp), time.time())
+                    .add(messages.seconds(msg.header.stamp), time.time())
         stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec)
         if key.startswith("image/") and stamp in self.asked:
             self._frame(stamp, key, msg)  # the frame of a complete tick, sent because it was asked for
@@ -280,7 +280,7 @@ class StampedTickIO:
             msg = self.latest.get(key)
             limit = self.max_age["image" if key.startswith("image/") else "state"]
             problem = self.clocks[key].problem(key, limit) if key in self.clocks else None
-            age = now - convert.seconds(msg.header.stamp) if msg is not None else float("inf")
+            age = now - messages.seconds(msg.header.stamp) if msg is not None else float("inf")
             if problem or msg is None or age > limit:
                 why = problem or (f"{key} never received" if msg is None else
                                   f"{key} is {age:.2f} s old by its stamp (limit {limit:g} s)")
@@ -315,7 +315,7 @@ class StampedTickIO:
 
 
 class DroidPolicyIO(StampedTickIO):
-    """The FR3's topics (indgen_core.nodes.fr3). On the real robot (a robot configuration) the
+    """The FR3's topics (indgen_core.ros.fr3). On the real robot (a robot configuration) the
     arm's joints come from its broadcaster's own topic and the gripper's from its driver's:
     franka's joint_state_publisher merges only franka's own sources, so no single topic carries
     both. The twin publishes both on /joint_states."""
@@ -349,7 +349,7 @@ class DroidPolicyIO(StampedTickIO):
 
 
 class LiberoPolicyIO(StampedTickIO):
-    """LIBERO's topics (indgen_core.nodes.libero)."""
+    """LIBERO's topics (indgen_core.ros.libero)."""
 
     spec = "libero"
 

@@ -49,24 +49,24 @@ from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Bool
 from std_srvs.srv import SetBool, Trigger
 
-from indgen_core import paths, registry, topics
+from indgen_core import messages, paths, registry, topics
 from indgen_core.episode import run_episode
 from indgen_core.errors import IndGenError, first_line
-from indgen_core.nodes import convert
-from indgen_core.nodes.base import LATCHED, LOCKSTEP, RELIABLE, declare, run_node, serve, subscribe
-from indgen_core.nodes.world_watch import WorldWatch
 from indgen_core.records import Outcome, TrialResult
+from indgen_core.ros import convert
+from indgen_core.ros.base import LATCHED, LOCKSTEP, RELIABLE, declare, run_node, serve, subscribe
 from indgen_core.specs import Spec
+from indgen_core.world_watch import WorldWatch
 from indgen_msgs.action import RunEpisode
 from indgen_msgs.msg import PolicyStatus, TaskSetup, WorldFinalState
 from indgen_msgs.srv import PrepareTrial
-from indgen_sim.nodes.stamped_io import StampedWorldIO
+from indgen_sim.ros.stamped_io import StampedWorldIO
 
 #: world spec -> the module:class that carries its topics
 IO_ADAPTERS = {
-    "blockenv": "indgen_sim.nodes.blockenv_io:BlockEnvIO",
-    "droid": "indgen_sim.nodes.droid_io:DroidTwinIO",
-    "libero": "indgen_sim.nodes.libero_io:LiberoIO",
+    "blockenv": "indgen_sim.ros.blockenv_io:BlockEnvIO",
+    "droid": "indgen_sim.ros.droid_io:DroidTwinIO",
+    "libero": "indgen_sim.ros.libero_io:LiberoIO",
 }
 
 
@@ -164,7 +164,7 @@ class SimBridge(Node):
             return RunEpisode.Result(result=convert.result_to_msg(result, setup))
 
     def _execute_goal(self, goal_handle):
-        setup = convert.setup_from_msg(goal_handle.request.setup)
+        setup = messages.setup_from_msg(goal_handle.request.setup)
         stamp = goal_handle.request.setup.header.stamp
         key = (setup.trial_id, stamp.sec * 10**9 + stamp.nanosec)
         if key in self.finished:  # the same goal again (its response was lost): the same result

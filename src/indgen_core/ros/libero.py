@@ -10,7 +10,7 @@ from geometry_msgs.msg import Point, PoseStamped, Quaternion
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from indgen_core.nodes.fr3 import BadCommand, brief, command
+from indgen_core.ros.fr3 import BadCommand, brief, command
 from indgen_core.specs.libero import axis_angle_to_quat_xyzw, quat_xyzw_to_axis_angle
 
 FINGERS = ("gripper0_finger_joint1", "gripper0_finger_joint2")

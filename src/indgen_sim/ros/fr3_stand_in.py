@@ -15,7 +15,7 @@ controller manager, Robotiq), standin/jtc.py (the trajectory controller) and bel
   (joint_state_publisher `ros2`, joint_state_publisher.py source_cb, timer_callback);
 - the Robotiq's own joint_state_broadcaster on robot.gripper.state_topic and its position
   controller on robot.gripper.command_topic: a franka fault does not touch them;
-- for the cameras, which run in their own process (nodes/fr3_cameras.py, as the ZED wrapper
+- for the cameras, which run in their own process (ros/fr3_cameras.py, as the ZED wrapper
   does on the real cell), the scene's state (sim only, /indgen/sim/stand_in/scene_state) at
   `camera_hz`.
 
@@ -49,14 +49,14 @@ from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from indgen_core import topics
+from indgen_core import messages, topics
 from indgen_core.errors import IndGenError, first_line
-from indgen_core.nodes import convert, fr3
-from indgen_core.nodes.base import LATCHED, declare, run_node, serve, subscribe
 from indgen_core.robot_config import load_robot_config
+from indgen_core.ros import fr3
+from indgen_core.ros.base import LATCHED, declare, run_node, serve, subscribe
 from indgen_core.trajectory import Point
 from indgen_msgs.msg import ObjectPoses, TaskSetup
-from indgen_sim.nodes.fr3_cameras import SCENE_STATE, STAND_IN, scene_state
+from indgen_sim.ros.fr3_cameras import SCENE_STATE, STAND_IN, scene_state
 from indgen_sim.standin.cell import ERRORS, StandInCell
 
 FRANKA_LOG = rclpy_logging.get_logger("FrankaHardwareInterface")
@@ -147,7 +147,7 @@ class Fr3StandIn(Node):
             self.cell.command_gripper(float(msg.data[0]))
 
     def _on_setup(self, msg: TaskSetup) -> None:
-        self.setup = convert.setup_from_msg(msg)
+        self.setup = messages.setup_from_msg(msg)
 
     def _on_inject(self, msg: String) -> None:
         order = json.loads(msg.data)

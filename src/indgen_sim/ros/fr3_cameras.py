@@ -34,8 +34,8 @@ from sensor_msgs.msg import Image
 from std_msgs.msg import String
 
 from indgen_core.errors import IndGenError, first_line
-from indgen_core.nodes.base import LATCHED, LOCKSTEP, declare, run_node, subscribe
 from indgen_core.robot_config import load_robot_config
+from indgen_core.ros.base import LATCHED, LOCKSTEP, declare, run_node, subscribe
 from indgen_sim.twin import scene
 from indgen_sim.twin.world import DroidTwinWorld
 

@@ -58,15 +58,15 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from std_msgs.msg import Header, String
 
-from indgen_core import blind, operator, paths, routes, topics
+from indgen_core import blind, messages, operator, paths, routes, topics
 from indgen_core.campaign import load_campaign_config, plan_campaign
 from indgen_core.errors import IndGenError
 from indgen_core.lists import parse_int_list
-from indgen_core.nodes import convert
-from indgen_core.nodes.base import LATCHED, RELIABLE, declare, run_node, serve, subscribe
-from indgen_core.nodes.operator_flow import OperatorFlow
+from indgen_core.operator_flow import OperatorFlow
 from indgen_core.records import Outcome, TrialResult
 from indgen_core.records import TaskSetup as SetupRecord
+from indgen_core.ros import convert
+from indgen_core.ros.base import LATCHED, RELIABLE, declare, run_node, serve, subscribe
 from indgen_core.runner import TooManyAborts, run_campaign
 from indgen_core.store import ResultsStore
 from indgen_msgs.action import RunEpisode
@@ -279,7 +279,7 @@ class ProgressionManager(Node):
             return aborted(f"world did not finish within {limit} s")
         self._goal = None
         response = result_future.result()
-        result = convert.result_from_msg(response.result.result)
+        result = messages.result_from_msg(response.result.result)
         if result.trial_id != setup.trial_id:
             return aborted(f"the world answered for trial '{result.trial_id}'")
         return result
@@ -287,7 +287,7 @@ class ProgressionManager(Node):
     def _commit(self, result: TrialResult) -> bool:
         """Hand the result to the scorer and wait until it is in the store."""
         before = self.store.attempt_count(self.record.id, result.trial_id)
-        msg = convert.sign(convert.result_to_msg(result, self._current, self.get_clock().now().to_msg()), self.key)
+        msg = messages.sign(convert.result_to_msg(result, self._current, self.get_clock().now().to_msg()), self.key)
         deadline = time.monotonic() + self.p["commit_timeout_s"]
         last_publish = 0.0
         while time.monotonic() < deadline:
@@ -339,7 +339,7 @@ class ProgressionManager(Node):
                             policy=blind.labels(self.record).get(row.policy, row.policy))
         msg = convert.result_to_msg(result, setup, self.get_clock().now().to_msg())
         msg.relabel = True
-        convert.sign(msg, self.key)
+        messages.sign(msg, self.key)
         deadline = time.monotonic() + self.p["commit_timeout_s"]
         while time.monotonic() < deadline:
             self.result_pub.publish(msg)
@@ -422,7 +422,7 @@ class ProgressionManager(Node):
     def _status(self, state: int, message: str) -> None:
         pending = len(self.store.pending_trials(self.record.id))
         current = self._current
-        self.status_pub.publish(convert.sign(CampaignStatus(
+        self.status_pub.publish(messages.sign(CampaignStatus(
             header=self._header(), campaign_id=self.record.id, state=state, trials_total=self._total,
             trials_done=self._total - pending, current_trial_id=current.trial_id if current else "",
             current_level=current.level if current else 0, message=message), self.key))

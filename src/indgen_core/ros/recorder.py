@@ -43,13 +43,13 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
-from indgen_core import paths, topics
+from indgen_core import messages, paths, topics
 from indgen_core.bags.writer import BagWriter, UnknownType, qos_of
 from indgen_core.errors import first_line
 from indgen_core.lists import parse_names
-from indgen_core.nodes import convert
-from indgen_core.nodes.base import LATCHED, RELIABLE, declare, run_node, subscribe
 from indgen_core.robot_config import load_robot_config
+from indgen_core.ros import convert
+from indgen_core.ros.base import LATCHED, RELIABLE, declare, run_node, subscribe
 from indgen_core.store import ResultsStore
 from indgen_msgs.msg import EpisodeResult, TaskSetup
 
@@ -143,7 +143,7 @@ class Recorder(Node):
             self.trials[key] = time.time_ns()
 
     def _on_result(self, msg: EpisodeResult) -> None:
-        if msg.relabel or not convert.signed_by(msg, self.store.campaign_key(msg.campaign_id)):
+        if msg.relabel or not messages.signed_by(msg, self.store.campaign_key(msg.campaign_id)):
             return
         start = self.trials.pop((msg.campaign_id, msg.trial_id), None)
         if start is None:

@@ -1,0 +1,86 @@
+"""Plain records -> indgen_msgs (building messages needs the generated classes). Reading them
+back, and signatures, work without ROS: indgen_core/messages.py."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+from builtin_interfaces.msg import Duration
+
+from indgen_core import records, stats
+from indgen_msgs.msg import EpisodeResult, LevelScore, ParameterValue, TaskSetup
+
+
+def duration(seconds: float) -> Duration:
+    sec = math.floor(seconds)
+    return Duration(sec=sec, nanosec=round((seconds - sec) * 1e9) % 1_000_000_000)
+
+
+def setup_to_msg(s: records.TaskSetup, stamp=None) -> TaskSetup:
+    msg = TaskSetup(
+        campaign_id=s.campaign_id, trial_id=s.trial_id, world=s.world, axis=s.axis, level=s.level,
+        in_distribution=s.in_distribution,
+        parameters=[ParameterValue(name=p.name, value=float(p.value), unit=p.unit) for p in s.parameters],
+        trial_index=s.trial_index, seed=int(s.seed), policy=s.policy, language_instruction=s.language_instruction,
+        operator_instruction=s.operator_instruction, max_steps=int(s.max_steps),
+        options_json=json.dumps(s.options, sort_keys=True) if s.options else "",
+    )
+    if stamp is not None:
+        msg.header.stamp = stamp
+    return msg
+
+
+def result_to_msg(r: records.TrialResult, setup: records.TaskSetup, stamp=None) -> EpisodeResult:
+    msg = EpisodeResult(
+        campaign_id=setup.campaign_id, trial_id=r.trial_id, world=setup.world, axis=setup.axis, policy=setup.policy,
+        level=setup.level, trial_index=setup.trial_index, seed=int(setup.seed), outcome=int(r.outcome),
+        reason=r.reason, partial_score=float(r.partial_score), steps=int(r.steps), duration=duration(r.duration_s),
+        wall_time_s=float(r.wall_time_s), source=int(r.source), artifacts=list(r.artifacts),
+        details_json=json.dumps(r.details, sort_keys=True, default=str) if r.details else "",
+    )
+    if stamp is not None:
+        msg.header.stamp = stamp
+    return msg
+
+
+VERDICTS = {stats.UNDECIDED: LevelScore.VERDICT_UNDECIDED, stats.HELD: LevelScore.VERDICT_HELD,
+            stats.BROKEN: LevelScore.VERDICT_BROKEN}
+
+
+def level_score_msg(campaign_id: str, axis: str, policy: str, s: stats.LevelStat, stamp=None,
+                    hidden: bool = False) -> LevelScore:
+    """`hidden`: a blind campaign still running; only the count of trials goes out."""
+    if hidden:
+        msg = LevelScore(campaign_id=campaign_id, axis=axis, policy=policy, level=s.level,
+                         in_distribution=s.in_distribution, n=s.n, invalid=s.invalid, ci_low=0.0, ci_high=1.0,
+                         confidence=s.confidence, interval_kind=s.interval_kind, break_threshold=s.threshold,
+                         verdict=VERDICTS[stats.UNDECIDED], rates_hidden=True)
+    else:
+        low, high = s.interval
+        msg = LevelScore(campaign_id=campaign_id, axis=axis, policy=policy, level=s.level,
+                         in_distribution=s.in_distribution, n=s.n, successes=s.successes, invalid=s.invalid,
+                         rate=s.rate, ci_low=low, ci_high=high, confidence=s.confidence,
+                         interval_kind=s.interval_kind, break_threshold=s.threshold, verdict=VERDICTS[s.verdict])
+    if stamp is not None:
+        msg.header.stamp = stamp
+    return msg
+
+
+_MSGTYPE = re.compile(r"([A-Za-z][A-Za-z0-9_]*)/(msg|srv|action)/([A-Z][A-Za-z0-9]*)")
+
+
+def message_class(msgtype: str):
+    """The installed Python class of a ROS type name ("pkg/msg/Name"); LookupError when the
+    type is not installed here."""
+    import importlib
+
+    match = _MSGTYPE.fullmatch(msgtype)
+    if match is None:
+        raise LookupError(f"'{msgtype[:120]}' is not a ROS message type name")
+    pkg, kind, name = match.groups()
+    try:
+        return getattr(importlib.import_module(f"{pkg}.{kind}"), name)
+    except (ImportError, AttributeError):
+        raise LookupError(f"the message type {msgtype} is not installed here") from None

@@ -1,1 +1,0 @@
-"""ROS 2 nodes of the simulated worlds: sim_bridge and the per-world topic adapters."""
