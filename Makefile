@@ -63,18 +63,17 @@ $(STAMPS)/libero: $(STAMPS)/install
 demo: setup
 	$(BIN)/indgen twin demo --axis stack
 
-test: setup libero
-	$(BIN)/ruff check .
+test: setup libero static
 	@mkdir -p build
 	@set +e; PYTHON=$(BIN)/python scripts/run-tests.sh $(PYTEST_ARGS); rc=$$?; echo $$rc > build/pytest.rc; exit $$rc
 
-test-fast: setup libero
-	$(BIN)/ruff check .
+test-fast: setup libero static
 	@PYTHON=$(BIN)/python TEST_MARKS='not slow' scripts/run-tests.sh $(PYTEST_ARGS)
 
-lint: setup
+# the static checks `make test` starts with: lint, the formatting of src/
+static lint: setup
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
+	$(BIN)/ruff format --check src/
 
 lock: setup
 	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^indgen' > $(CONSTRAINTS)

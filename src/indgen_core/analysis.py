@@ -77,8 +77,13 @@ class CampaignSummary:
         return list(self.record.axis_snapshot.get("in_distribution", [0]))
 
 
-def summarize(store: ResultsStore, campaign_id: str, confidence: float = stats.DEFAULT_CONFIDENCE,
-              live: bool = False, twin: str | None = None) -> CampaignSummary:
+def summarize(
+    store: ResultsStore,
+    campaign_id: str,
+    confidence: float = stats.DEFAULT_CONFIDENCE,
+    live: bool = False,
+    twin: str | None = None,
+) -> CampaignSummary:
     """The campaign's numbers. `live`: for a view looked at while trials still come in (the
     scorer's LevelScore, the console), always the confidence sequence. `twin`: a twin campaign
     of the same policies, axis and levels that ran these trials' seeds (default: the campaign
@@ -103,18 +108,46 @@ def summarize(store: ResultsStore, campaign_id: str, confidence: float = stats.D
             pending += c["pending"]
             skipped += c["skipped"]
             aborted += c["aborted"]
-            n, successes = prefix[(policy, k)] if prefix is not None else (c["success"] + c["failure"] + c["timeout"],
-                                                                             c["success"])
-            levels.append(stats.LevelStat(
-                level=k, n=n, successes=successes, invalid=c["invalid"], in_distribution=lv["in_distribution"],
-                distance=lv["distance"], side=lv["side"], confidence=confidence, threshold=threshold, anytime=anytime))
+            n, successes = (
+                prefix[(policy, k)]
+                if prefix is not None
+                else (c["success"] + c["failure"] + c["timeout"], c["success"])
+            )
+            levels.append(
+                stats.LevelStat(
+                    level=k,
+                    n=n,
+                    successes=successes,
+                    invalid=c["invalid"],
+                    in_distribution=lv["in_distribution"],
+                    distance=lv["distance"],
+                    side=lv["side"],
+                    confidence=confidence,
+                    threshold=threshold,
+                    anytime=anytime,
+                )
+            )
         mono = stats.monotonicity(levels) if record.axis_snapshot.get("regime") == "black_box" else None
-        curves.append(PolicyCurve(campaign_id, names[policy], levels, stats.break_levels(levels, threshold), mono,
-                                  pending, skipped, aborted, stats.guarantee(levels, threshold, confidence)))
+        curves.append(
+            PolicyCurve(
+                campaign_id,
+                names[policy],
+                levels,
+                stats.break_levels(levels, threshold),
+                mono,
+                pending,
+                skipped,
+                aborted,
+                stats.guarantee(levels, threshold, confidence),
+            )
+        )
     rows = store.rows(campaign_id)
     comparisons = compare_policies(rows, record.policies, confidence, names)
-    invalid = [{"trial_id": r.trial_id, "policy": names[r.policy], "level": r.level, "reason": r.reason}
-               for r in rows if r.outcome == "invalid"]
+    invalid = [
+        {"trial_id": r.trial_id, "policy": names[r.policy], "level": r.level, "reason": r.reason}
+        for r in rows
+        if r.outcome == "invalid"
+    ]
     checks: dict[tuple[str, int], dict[str, int]] = {}
     robot_stops: dict[tuple[str, int], dict[str, int]] = {}
     for name, level, outcome, details in store.result_details(campaign_id):
@@ -142,12 +175,26 @@ def summarize(store: ResultsStore, campaign_id: str, confidence: float = stats.D
             sharpened = twin_sharpened(store, campaign_id, twin, confidence)
         except IndGenError as exc:  # named in the campaign file: the report says why it is not used
             twin_note = str(exc)
-    return CampaignSummary(record, curves, comparisons, invalid, threshold, checks, operator, robot_stops,
-                           registered, note, twin or "", sharpened, twin_note)
+    return CampaignSummary(
+        record,
+        curves,
+        comparisons,
+        invalid,
+        threshold,
+        checks,
+        operator,
+        robot_stops,
+        registered,
+        note,
+        twin or "",
+        sharpened,
+        twin_note,
+    )
 
 
-def twin_sharpened(store: ResultsStore, campaign_id: str, twin_id: str,
-                   confidence: float = stats.DEFAULT_CONFIDENCE) -> list[tuple[str, ppi.TwinSharpened]]:
+def twin_sharpened(
+    store: ResultsStore, campaign_id: str, twin_id: str, confidence: float = stats.DEFAULT_CONFIDENCE
+) -> list[tuple[str, ppi.TwinSharpened]]:
     """Per policy and level, the real-only and the twin-sharpened interval (ppi.py). The twin
     campaign must be on the same axis and levels, run the same policy, and have run every seed
     the real campaign ran (the same campaign seed and at least as many trials per level)."""
@@ -157,8 +204,10 @@ def twin_sharpened(store: ResultsStore, campaign_id: str, twin_id: str,
     arms_of(store, [campaign_id, twin_id])  # one axis, the same levels and tasks
     shared = [p for p in real.policies if p in twin.policies]
     if not shared:
-        raise IndGenError(f"campaign {campaign_id} ({', '.join(real.policies)}) and its twin {twin_id} "
-                          f"({', '.join(twin.policies)}) share no policy; the twin runs the same policy")
+        raise IndGenError(
+            f"campaign {campaign_id} ({', '.join(real.policies)}) and its twin {twin_id} "
+            f"({', '.join(twin.policies)}) share no policy; the twin runs the same policy"
+        )
     real_rows, twin_rows = store.rows(campaign_id), store.rows(twin_id)
     out = []
     for policy in shared:
@@ -168,15 +217,18 @@ def twin_sharpened(store: ResultsStore, campaign_id: str, twin_id: str,
     return out
 
 
-def registered_comparisons(rows, record: CampaignRecord, names: dict[str, str]) -> tuple[
-        list[comparisons_mod.Comparison], str]:
+def registered_comparisons(
+    rows, record: CampaignRecord, names: dict[str, str]
+) -> tuple[list[comparisons_mod.Comparison], str]:
     """The campaign file's pre-registered comparison, run exactly as registered: (results, a
     sentence saying what was registered, or why it could not run)."""
     plan = record.config.get("analysis")
     if not plan:
         return [], ""
-    what = (f"{' vs '.join(names[p] for p in plan['compare'])}, alpha {plan['alpha']:g} (Holm over levels and "
-            f"pairs), {plan['pairing']}" + (f", levels {plan['levels']}" if plan.get("levels") else ", every level"))
+    what = (
+        f"{' vs '.join(names[p] for p in plan['compare'])}, alpha {plan['alpha']:g} (Holm over levels and "
+        f"pairs), {plan['pairing']}" + (f", levels {plan['levels']}" if plan.get("levels") else ", every level")
+    )
     keep = set(plan["levels"]) if plan.get("levels") else None
     arms = []
     for policy in plan["compare"]:
@@ -212,8 +264,9 @@ def arm(rows, campaign_id: str, policy: str, label: str | None = None) -> Arm:
     return Arm(label or policy, campaign_id, policy, outcomes)
 
 
-def compare_arms(arms, confidence: float = stats.DEFAULT_CONFIDENCE, pairing: str = AUTO) -> list[
-        comparisons_mod.Comparison]:
+def compare_arms(
+    arms, confidence: float = stats.DEFAULT_CONFIDENCE, pairing: str = AUTO
+) -> list[comparisons_mod.Comparison]:
     """Every pair of arms at every level both scored, Holm-adjusted over all of them. Trials
     with the same planned seed are pairs (the same setup): with `pairing` AUTO a level is
     compared paired when both arms ran the same seeds there, unpaired otherwise; PAIRED_ONLY
@@ -225,18 +278,24 @@ def compare_arms(arms, confidence: float = stats.DEFAULT_CONFIDENCE, pairing: st
             same = set(oa) == set(ob)
             if pairing == PAIRED_ONLY and not same:
                 only = len(set(oa) ^ set(ob))
-                raise IndGenError(f"{a.label} and {b.label} did not run the same seeds at k={k} ({only} trial(s) "
-                                  "without a partner), so their trials are not pairs; compare them without --paired")
+                raise IndGenError(
+                    f"{a.label} and {b.label} did not run the same seeds at k={k} ({only} trial(s) "
+                    "without a partner), so their trials are not pairs; compare them without --paired"
+                )
             if same and pairing != UNPAIRED_ONLY:
                 out.append(comparisons_mod.paired(a.label, b.label, k, oa, ob, confidence))
             else:
-                out.append(comparisons_mod.unpaired(a.label, b.label, k, sum(oa.values()), len(oa), sum(ob.values()),
-                                                    len(ob), confidence))
+                out.append(
+                    comparisons_mod.unpaired(
+                        a.label, b.label, k, sum(oa.values()), len(oa), sum(ob.values()), len(ob), confidence
+                    )
+                )
     return comparisons_mod.holm(out)
 
 
-def compare_policies(rows, policies, confidence: float = stats.DEFAULT_CONFIDENCE,
-                     labels: dict[str, str] | None = None) -> list[comparisons_mod.Comparison]:
+def compare_policies(
+    rows, policies, confidence: float = stats.DEFAULT_CONFIDENCE, labels: dict[str, str] | None = None
+) -> list[comparisons_mod.Comparison]:
     """The policies of one campaign against each other (they share the plan's seeds)."""
     rows = list(rows)
     labels = labels or {}
@@ -258,8 +317,10 @@ def refuse_hidden(store: ResultsStore, campaign_ids) -> None:
     """A blinded campaign whose trials still run shows no rate anywhere (blind.py)."""
     for cid in campaign_ids:
         if blind.rates_hidden(store, store.campaign(cid)):
-            raise IndGenError(f"campaign {cid} is blind and not done: its rates stay hidden until it is done or "
-                              f"a person unblinds it (`indgen campaign unblind {cid} --by NAME`)")
+            raise IndGenError(
+                f"campaign {cid} is blind and not done: its rates stay hidden until it is done or "
+                f"a person unblinds it (`indgen campaign unblind {cid} --by NAME`)"
+            )
 
 
 def registered_analysis(record: CampaignRecord) -> dict[str, Any] | None:
@@ -275,16 +336,22 @@ def arms_of(store: ResultsStore, campaign_ids, labels: dict[tuple[str, str], str
     first = records[0]
     for r in records[1:]:
         if r.axis != first.axis:
-            raise IndGenError(f"campaigns {first.id} (axis {first.axis}) and {r.id} (axis {r.axis}) are on different "
-                              "axes; a comparison needs one axis")
+            raise IndGenError(
+                f"campaigns {first.id} (axis {first.axis}) and {r.id} (axis {r.axis}) are on different "
+                "axes; a comparison needs one axis"
+            )
         ka, kb = sorted(map(int, first.axis_snapshot["levels"])), sorted(map(int, r.axis_snapshot["levels"]))
         if ka != kb:
-            raise IndGenError(f"campaigns {first.id} and {r.id} ran different levels ({ka} and {kb}); compare "
-                              "campaigns over the same levels")
+            raise IndGenError(
+                f"campaigns {first.id} and {r.id} ran different levels ({ka} and {kb}); compare "
+                "campaigns over the same levels"
+            )
         for k in ka:
             if first.axis_snapshot["levels"][str(k)]["parameters"] != r.axis_snapshot["levels"][str(k)]["parameters"]:
-                raise IndGenError(f"level k={k} of axis {first.axis} is not the same task in {first.id} and {r.id} "
-                                  "(the axis file changed between them)")
+                raise IndGenError(
+                    f"level k={k} of axis {first.axis} is not the same task in {first.id} and {r.id} "
+                    "(the axis file changed between them)"
+                )
     pairs = [(r, p) for r in records for p in r.policies]
     names = [p for _, p in pairs]
     if len(pairs) < 2:

@@ -92,9 +92,7 @@ class LevelRange(_Strict):
         if self.min > self.max:
             raise ValueError(f"min ({self.min}) is greater than max ({self.max})")
         if self.min not in (0, -self.max):
-            raise ValueError(
-                f"must be one-sided (min 0) or two-sided (min = -max), got {self.min}..{self.max}"
-            )
+            raise ValueError(f"must be one-sided (min 0) or two-sided (min = -max), got {self.min}..{self.max}")
         return self
 
 
@@ -121,7 +119,8 @@ class AxisSpec(_Strict):
     in_distribution: list[int] = Field(min_length=1)
     regime: Literal["vanilla", "black_box"]
     language_instruction: str | None = Field(
-        None, min_length=1, description="what the policy is told; null: the world's own task instruction")
+        None, min_length=1, description="what the policy is told; null: the world's own task instruction"
+    )
     operator_instruction: str | dict[str, str] | None = None
     order: Literal["interleaved", "sequential"] = "interleaved"
     break_threshold: float = Field(0.2, gt=0, lt=1)
@@ -139,15 +138,14 @@ class AxisSpec(_Strict):
     @model_validator(mode="after")
     def _consistent(self) -> AxisSpec:
         if (self.parameter is None) == (self.compose is None):
-            raise ValueError("parameter: an axis needs exactly one of 'parameter' (a single axis) or 'compose' "
-                             "(a composition)")
+            raise ValueError(
+                "parameter: an axis needs exactly one of 'parameter' (a single axis) or 'compose' (a composition)"
+            )
         if self.compose is not None and len(self.compose) < 2:
             raise ValueError("compose: needs at least two axes")
         for k in self.in_distribution:
             if not self.levels.min <= k <= self.levels.max:
-                raise ValueError(
-                    f"in_distribution: level {k} lies outside levels {self.levels.min}..{self.levels.max}"
-                )
+                raise ValueError(f"in_distribution: level {k} lies outside levels {self.levels.min}..{self.levels.max}")
         if self.measured:
             known = {self.parameter.name} if self.parameter else set()
             known |= {c.name for c in self.context}
@@ -255,8 +253,9 @@ class Axis:
 
     def level(self, k: int) -> Level:
         if k not in self.level_range():
-            raise ConfigError(self.path, f"level {k} is outside {self.spec.levels.min}..{self.spec.levels.max}",
-                              field="levels")
+            raise ConfigError(
+                self.path, f"level {k} is outside {self.spec.levels.min}..{self.spec.levels.max}", field="levels"
+            )
         distance, side = self.distance(k)
         params = tuple(self._values(k))
         return Level(
@@ -309,8 +308,9 @@ class AxisLibrary:
         path = Path(path)
         spec = load_model(path, AxisSpec, data=read_yaml_mapping(path))
         if path.stem != spec.name:
-            raise ConfigError(path, f"axis name '{spec.name}' must match the file name '{path.stem}.yaml'",
-                              field="name")
+            raise ConfigError(
+                path, f"axis name '{spec.name}' must match the file name '{path.stem}.yaml'", field="name"
+            )
         previous = self._specs.get(spec.name)
         if previous and previous[1].resolve() != path.resolve() and not replace:
             raise ConfigError(path, f"axis '{spec.name}' is already defined in {previous[1]}", field="name")
@@ -342,12 +342,12 @@ class AxisLibrary:
                 if comp.axis in stack or comp.axis == name:
                     raise ConfigError(path, f"composition refers back to '{comp.axis}' (a cycle)", field=where)
                 if comp.axis not in self._specs:
-                    raise ConfigError(path, f"unknown axis '{comp.axis}'; known axes: {', '.join(self.names())}",
-                                      field=where)
+                    raise ConfigError(
+                        path, f"unknown axis '{comp.axis}'; known axes: {', '.join(self.names())}", field=where
+                    )
                 inner = self._resolve(comp.axis, (*stack, name))
                 if inner.is_composed:
-                    raise ConfigError(path, f"'{comp.axis}' is itself a composition; compose single axes",
-                                      field=where)
+                    raise ConfigError(path, f"'{comp.axis}' is itself a composition; compose single axes", field=where)
                 axis.components.append((inner, comp.level))
             moved = axis.moved_parameters
             if len(set(moved)) != len(moved):
@@ -356,8 +356,12 @@ class AxisLibrary:
                 for inner, mode in axis.components:
                     kk = abs(k) if mode == "abs" else k
                     if kk not in inner.level_range():
-                        raise ConfigError(path, f"level {k} needs level {kk} of '{inner.name}', which only has "
-                                          f"{inner.spec.levels.min}..{inner.spec.levels.max}", field="levels")
+                        raise ConfigError(
+                            path,
+                            f"level {k} needs level {kk} of '{inner.name}', which only has "
+                            f"{inner.spec.levels.min}..{inner.spec.levels.max}",
+                            field="levels",
+                        )
         self._check_template(axis)
         self._axes[name] = axis
         return axis
@@ -378,8 +382,11 @@ class AxisLibrary:
             for name in names:
                 base = re.split(r"[.\[]", name, maxsplit=1)[0]
                 if base not in known:
-                    raise ConfigError(axis.path, f"unknown placeholder {{{name}}}; known: "
-                                      f"{', '.join('{' + n + '}' for n in sorted(known))}", field=where)
+                    raise ConfigError(
+                        axis.path,
+                        f"unknown placeholder {{{name}}}; known: {', '.join('{' + n + '}' for n in sorted(known))}",
+                        field=where,
+                    )
         try:
             for k in axis.level_range():
                 axis.render_operator_instruction(k)

@@ -73,7 +73,9 @@ def unblind(store: ResultsStore, campaign_id: str, by: str) -> dict[str, str]:
         raise IndGenError("say who unblinds the campaign (--by NAME); the store records it")
     done = unblinding(store, record)
     if done is None:
-        store.log_event(campaign_id, UNBLIND, f"unblinded by {by.strip()} (status {record.status}) at "
-                        f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}")
+        store.log_event(
+            campaign_id,
+            UNBLIND,
+            f"unblinded by {by.strip()} (status {record.status}) at {time.strftime('%Y-%m-%d %H:%M:%S %Z')}",
+        )
     return {letter: policy for policy, letter in sorted(names.items(), key=lambda kv: kv[1])}
-

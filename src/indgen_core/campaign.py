@@ -70,15 +70,20 @@ class CampaignConfig(BaseModel):
     max_steps: int = Field(0, ge=0, description="0: the world's default")
     world_options: dict[str, Any] = {}
     endpoints: dict[str, str] = Field({}, description="policy name -> ws://host:port of its policy server")
-    certified_by: list[str] = Field([], description="other worlds whose certificates of the same level count "
-                                    "(the real FR3's levels certified in its twin)")
+    certified_by: list[str] = Field(
+        [],
+        description="other worlds whose certificates of the same level count "
+        "(the real FR3's levels certified in its twin)",
+    )
     group: str = ""
     break_threshold: float | None = Field(None, gt=0, lt=1)
-    blind: bool = Field(False, description="name the policies A, B, ... to the person, hide running rates "
-                        "(blind.py)")
+    blind: bool = Field(False, description="name the policies A, B, ... to the person, hide running rates (blind.py)")
     analysis: AnalysisPlan | None = None
-    twin_campaign: str = Field("", description="id of a twin campaign of the same policy, axis and levels that ran "
-                               "these seeds: the report adds twin-sharpened intervals (ppi.py)")
+    twin_campaign: str = Field(
+        "",
+        description="id of a twin campaign of the same policy, axis and levels that ran "
+        "these seeds: the report adds twin-sharpened intervals (ppi.py)",
+    )
 
     @model_validator(mode="after")
     def _blind_and_analysis(self) -> CampaignConfig:
@@ -95,12 +100,15 @@ class CampaignConfig(BaseModel):
         if len(self.policies) < 2:
             raise ValueError("blind: true needs at least two policies to hide among")
         if self.adaptive is not None and self.adaptive.enabled:
-            raise ValueError("a blind campaign cannot stop levels early (adaptive): a level that stops shows the "
-                             "person how it is going; drop one of the two")
+            raise ValueError(
+                "a blind campaign cannot stop levels early (adaptive): a level that stops shows the "
+                "person how it is going; drop one of the two"
+            )
         named = [p for p in self.policies if p.lower() in self.name.lower()]
         if named:
-            raise ValueError(f"a blind campaign's name must not contain a policy's name ({named[0]}): the console "
-                             "shows the name")
+            raise ValueError(
+                f"a blind campaign's name must not contain a policy's name ({named[0]}): the console shows the name"
+            )
         return self
 
     @field_validator("name", "world")
@@ -122,8 +130,9 @@ class CampaignConfig(BaseModel):
     def _policies(cls, v: list[str]) -> list[str]:
         for p in v:
             if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.:\-]*", p) or ".." in p:
-                raise ValueError(f"policy names use letters, digits and _ . : - only, starting with a letter or "
-                                 f"digit, got {p!r}")
+                raise ValueError(
+                    f"policy names use letters, digits and _ . : - only, starting with a letter or digit, got {p!r}"
+                )
         if len(set(v)) != len(v):
             raise ValueError(f"policies are listed twice: {v}")
         return v
@@ -138,8 +147,11 @@ def campaign_levels(config: CampaignConfig, axis: Axis, source: str = "config") 
     ks = config.levels if config.levels is not None else list(axis.level_range())
     bad = [k for k in ks if k not in axis.level_range()]
     if bad:
-        raise ConfigError(source, f"levels {bad} are outside the axis' range "
-                          f"{axis.spec.levels.min}..{axis.spec.levels.max}", field="levels")
+        raise ConfigError(
+            source,
+            f"levels {bad} are outside the axis' range {axis.spec.levels.min}..{axis.spec.levels.max}",
+            field="levels",
+        )
     return sorted(set(ks))
 
 
@@ -170,17 +182,24 @@ def new_campaign_id(name: str) -> str:
     return f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{int(time.time() * 1e6) % 1_000_000:06d}"
 
 
-def plan_campaign(store: ResultsStore, config: CampaignConfig, campaign_id: str | None = None,
-                  allow_uncertified: bool = False, override_reason: str = "",
-                  axes: AxisLibrary | None = None, source: str = "config") -> CampaignRecord:
+def plan_campaign(
+    store: ResultsStore,
+    config: CampaignConfig,
+    campaign_id: str | None = None,
+    allow_uncertified: bool = False,
+    override_reason: str = "",
+    axes: AxisLibrary | None = None,
+    source: str = "config",
+) -> CampaignRecord:
     """Check the progression, check feasibility certificates, write the plan; returns the record."""
     if campaign_id:
         paths.check_id(campaign_id)
     axes = axes or library()
     axis = axes.get(config.axis)
     if config.world not in axis.spec.worlds:
-        raise ConfigError(source, f"axis '{axis.name}' is defined for worlds {axis.spec.worlds}, "
-                          f"not '{config.world}'", field="world")
+        raise ConfigError(
+            source, f"axis '{axis.name}' is defined for worlds {axis.spec.worlds}, not '{config.world}'", field="world"
+        )
     levels = axis.levels(campaign_levels(config, axis, source))
     report = protocol.check_progression(axis, levels)
     structural = report.violations()
@@ -188,7 +207,8 @@ def plan_campaign(store: ResultsStore, config: CampaignConfig, campaign_id: str 
         first = structural[0]
         raise protocol.ProtocolViolation(
             f"axis '{axis.name}' fails the {first.check.replace('_', ' ')} check of Definition 4: {first.detail}"
-            + (f" (and {len(structural) - 1} more)" if len(structural) > 1 else ""))
+            + (f" (and {len(structural) - 1} more)" if len(structural) > 1 else "")
+        )
 
     certified: dict[int, str | None] = {}
     if config.purpose == EVALUATE:
@@ -198,8 +218,10 @@ def plan_campaign(store: ResultsStore, config: CampaignConfig, campaign_id: str 
                 cert = store.certificate(protocol.certificate_key(world, axis.name, lv, config.world_options))
                 if cert:
                     where = "" if world == config.world else f" in world {world}"
-                    certified[lv.k] = (f"certified by {cert['policy']}{where} ({cert['successes']}/{cert['n']} in "
-                                       f"campaign {cert['campaign_id']})")
+                    certified[lv.k] = (
+                        f"certified by {cert['policy']}{where} ({cert['successes']}/{cert['n']} in "
+                        f"campaign {cert['campaign_id']})"
+                    )
                     break
         report.findings += protocol.check_feasibility(levels, certified)
         missing = [k for k, c in certified.items() if c is None]
@@ -207,7 +229,8 @@ def plan_campaign(store: ResultsStore, config: CampaignConfig, campaign_id: str 
             raise protocol.ProtocolViolation(
                 f"levels {missing} of axis '{axis.name}' in world '{config.world}' have no feasibility certificate "
                 f"in {store.path}: run the oracle first (a campaign with purpose: certify) or pass "
-                "--allow-uncertified with --reason, which is recorded with the results")
+                "--allow-uncertified with --reason, which is recorded with the results"
+            )
         if missing and not override_reason.strip():
             raise IndGenError("--allow-uncertified needs --reason: say why scoring uncertified levels is acceptable")
     override = config.purpose == EVALUATE and any(c is None for c in certified.values())
@@ -216,19 +239,37 @@ def plan_campaign(store: ResultsStore, config: CampaignConfig, campaign_id: str 
     distance = {lv.k: lv.distance for lv in levels}
     order = config.order or axis.spec.order
     labels = blind_mod.assign_labels(config.policies, config.seed) if config.blind else {}
-    trials = plan_mod.make_plan(config.policies, [lv.k for lv in levels], config.trials_per_level, config.seed,
-                                order, distance, config.seeds, labels)
+    trials = plan_mod.make_plan(
+        config.policies,
+        [lv.k for lv in levels],
+        config.trials_per_level,
+        config.seed,
+        order,
+        distance,
+        config.seeds,
+        labels,
+    )
     now = time.time()
     stored = config.model_dump()
     if labels:
         stored["blind_labels"] = labels  # the store keeps the mapping; nothing a person sees does
     record = CampaignRecord(
-        id=campaign_id, name=config.name, axis=axis.name, world=config.world, purpose=config.purpose,
-        group_name=config.group, order_mode=order, seed=config.seed, config=stored,
+        id=campaign_id,
+        name=config.name,
+        axis=axis.name,
+        world=config.world,
+        purpose=config.purpose,
+        group_name=config.group,
+        order_mode=order,
+        seed=config.seed,
+        config=stored,
         axis_snapshot=_axis_snapshot(axis, levels),
         protocol={"findings": [dataclasses.asdict(f) for f in report.findings], "summary": report.summary()},
-        override_uncertified=override, override_reason=override_reason.strip() if override else "",
-        status="planned", created_at=now, updated_at=now,
+        override_uncertified=override,
+        override_reason=override_reason.strip() if override else "",
+        status="planned",
+        created_at=now,
+        updated_at=now,
     )
     store.create_campaign(record, trials)
     return record
@@ -241,10 +282,19 @@ def setup_for(record: CampaignRecord, trial: plan_mod.PlannedTrial, blind_view: 
     level = level_from_snapshot(record.axis_snapshot, trial.level)
     policy = blind_mod.labels(record).get(trial.policy, trial.policy) if blind_view else trial.policy
     return TaskSetup(
-        campaign_id=record.id, trial_id=trial.trial_id, world=record.world, axis=record.axis, level=trial.level,
-        in_distribution=level.in_distribution, parameters=level.parameters, trial_index=trial.trial_index,
-        seed=trial.seed, policy=policy, language_instruction=level.language_instruction or "",
-        operator_instruction=level.operator_instruction, max_steps=int(record.config.get("max_steps", 0)),
+        campaign_id=record.id,
+        trial_id=trial.trial_id,
+        world=record.world,
+        axis=record.axis,
+        level=trial.level,
+        in_distribution=level.in_distribution,
+        parameters=level.parameters,
+        trial_index=trial.trial_index,
+        seed=trial.seed,
+        policy=policy,
+        language_instruction=level.language_instruction or "",
+        operator_instruction=level.operator_instruction,
+        max_steps=int(record.config.get("max_steps", 0)),
         options=dict(record.config.get("world_options", {})),
     )
 
@@ -273,8 +323,17 @@ def refresh_certificates(store: ResultsStore, record: CampaignRecord) -> int:
         level = level_from_snapshot(record.axis_snapshot, k)
         options = record.config.get("world_options", {})
         key = protocol.certificate_key(record.world, record.axis, level, options)
-        store.add_certificate(key, record.world, record.axis, k,
-                              [dataclasses.asdict(p) for p in level.parameters], options, policy, scored,
-                              c["success"], record.id)
+        store.add_certificate(
+            key,
+            record.world,
+            record.axis,
+            k,
+            [dataclasses.asdict(p) for p in level.parameters],
+            options,
+            policy,
+            scored,
+            c["success"],
+            record.id,
+        )
         written += 1
     return written

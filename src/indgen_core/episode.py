@@ -43,11 +43,16 @@ def verdict(ev: Evaluation, ending: str, steps: int, max_steps: int) -> tuple[Ou
     return Outcome.FAILURE, f"step limit {max_steps} reached: {ev.reason}"
 
 
-def run_episode(world: World, infer: Infer, spec: Spec, setup: TaskSetup,
-                on_step: Callable[[int, int], None] | None = None,
-                on_reset: Callable[[dict[str, Any]], None] | None = None,
-                should_end: Callable[[], bool] | None = None,
-                on_final: OnFinal | None = None) -> TrialResult:
+def run_episode(
+    world: World,
+    infer: Infer,
+    spec: Spec,
+    setup: TaskSetup,
+    on_step: Callable[[int, int], None] | None = None,
+    on_reset: Callable[[dict[str, Any]], None] | None = None,
+    should_end: Callable[[], bool] | None = None,
+    on_final: OnFinal | None = None,
+) -> TrialResult:
     """Reset, then ask and step until done, the step limit, or `should_end()` (a person ended
     the episode early: it is judged as it stands); `on_reset` sees the first observation (a
     level image for the report), `on_step` the progress, `on_final` the final state."""
@@ -59,9 +64,16 @@ def run_episode(world: World, infer: Infer, spec: Spec, setup: TaskSetup,
         details = dict(details or {})
         if frames0 is not None:  # a world that renders on read: what the episode's images cost
             details["frames_rendered"] = world.frames_rendered - frames0
-        return TrialResult(trial_id=setup.trial_id, outcome=outcome, reason=reason, partial_score=score,
-                           steps=steps, duration_s=steps * world.control_dt,
-                           wall_time_s=time.monotonic() - wall0, details=details)
+        return TrialResult(
+            trial_id=setup.trial_id,
+            outcome=outcome,
+            reason=reason,
+            partial_score=score,
+            steps=steps,
+            duration_s=steps * world.control_dt,
+            wall_time_s=time.monotonic() - wall0,
+            details=details,
+        )
 
     def judged(ending: str, steps: int, why: str = "") -> TrialResult:
         if on_final is not None:

@@ -144,9 +144,15 @@ def convert_argument(name: str, spec: ArgumentSpec, value: Any, where: Path | st
                 return int(text)
             raise ValueError("an integer")
         if isinstance(default, float):
-            number = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else (
-                float(text) if text is not None and re.fullmatch(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*",
-                                                              text) else None)
+            number = (
+                float(value)
+                if isinstance(value, int | float) and not isinstance(value, bool)
+                else (
+                    float(text)
+                    if text is not None and re.fullmatch(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*", text)
+                    else None
+                )
+            )
             if number is None or not math.isfinite(number):
                 raise ValueError("a number")
             return number
@@ -205,13 +211,19 @@ class Profile:
                             args.append(f"{flag}={text}")
                 else:
                     args.append(str(_substitute(item, values)))
-            nodes.append(NodeSpec(
-                name=template.name, executable=template.executable, ros=template.ros, required=template.required,
-                respawn=_truthy(_substitute(template.respawn, values)),
-                enclave=f"{values['enclaves']}/{template.name}" if template.ros and values.get("enclaves") else "",
-                parameters={k: _substitute(v, values) for k, v in template.parameters.items()},
-                remappings={k: str(_substitute(v, values)) for k, v in template.remappings.items()},
-                args=tuple(args)))
+            nodes.append(
+                NodeSpec(
+                    name=template.name,
+                    executable=template.executable,
+                    ros=template.ros,
+                    required=template.required,
+                    respawn=_truthy(_substitute(template.respawn, values)),
+                    enclave=f"{values['enclaves']}/{template.name}" if template.ros and values.get("enclaves") else "",
+                    parameters={k: _substitute(v, values) for k, v in template.parameters.items()},
+                    remappings={k: str(_substitute(v, values)) for k, v in template.remappings.items()},
+                    args=tuple(args),
+                )
+            )
         return nodes
 
 

@@ -42,8 +42,15 @@ def with_trials(campaign: str, trials: int, folder: Path) -> str:
     return str(out)
 
 
-def run_graph(profile: str, overrides: dict[str, Any], db: Path, campaign_id: str, log_path: Path,
-              trials: int | None = None, out=sys.stdout) -> None:
+def run_graph(
+    profile: str,
+    overrides: dict[str, Any],
+    db: Path,
+    campaign_id: str,
+    log_path: Path,
+    trials: int | None = None,
+    out=sys.stdout,
+) -> None:
     """Bring the profile's graph up for campaign `campaign_id`, show progress until the
     progression manager finishes, and raise IndGenError (with the log's tail) if it failed."""
     from indgen_core.store import ResultsStore

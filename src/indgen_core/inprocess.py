@@ -26,8 +26,12 @@ def make_policy(name: str, endpoints: Mapping[str, str] | None = None) -> Policy
 class InProcessExecutor:
     """Executor (TaskSetup -> TrialResult) over one world instance and lazily built policies."""
 
-    def __init__(self, world: str | World, endpoints: Mapping[str, str] | None = None,
-                 policies: Mapping[str, Policy] | None = None):
+    def __init__(
+        self,
+        world: str | World,
+        endpoints: Mapping[str, str] | None = None,
+        policies: Mapping[str, Policy] | None = None,
+    ):
         self.world = registry.make(registry.WORLDS, world) if isinstance(world, str) else world
         self.spec = registry.make(registry.SPECS, self.world.spec)
         self.endpoints = dict(endpoints or {})
@@ -50,6 +54,7 @@ class InProcessExecutor:
             # a policy that says it sees no simulator state gets none (the graph's privileged:=false)
             def infer(request):
                 return policy.infer({k: v for k, v in request.items() if not k.startswith("privileged/")})
+
         return run_episode(self.world, infer, self.spec, setup)
 
     def close(self) -> None:

@@ -87,9 +87,16 @@ class Launcher:
 
     def _spawn(self, node: NodeSpec, cmd: list[str]) -> subprocess.Popen:
         # preexec_fn runs one prctl call between fork and exec (see _die_with_parent)
-        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-                                env=self.env, start_new_session=True,
-                                preexec_fn=_die_with_parent)  # noqa: PLW1509
+        return subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+            env=self.env,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,  # noqa: PLW1509
+        )
 
     def start(self) -> None:
         # every child is forked before any reader thread exists
@@ -104,15 +111,18 @@ class Launcher:
     def _respawn(self, child: Child, code: int) -> None:
         child.reader.join(timeout=1.0)
         child.respawns += 1
-        self._print("launch", 7, f"{child.spec.name} died with status {code}; restarting it in {RESPAWN_DELAY_S:g} s "
-                    f"(respawn {child.respawns})")
+        self._print(
+            "launch",
+            7,
+            f"{child.spec.name} died with status {code}; restarting it in {RESPAWN_DELAY_S:g} s "
+            f"(respawn {child.respawns})",
+        )
         if self._stopping.wait(RESPAWN_DELAY_S):
             return
         cmd = command(child.spec)
         child.proc = self._spawn(child.spec, cmd)
         child.started = time.monotonic()
-        child.reader = threading.Thread(target=self._pump, args=(child.spec.name, child.index, child.proc),
-                                        daemon=True)
+        child.reader = threading.Thread(target=self._pump, args=(child.spec.name, child.index, child.proc), daemon=True)
         child.reader.start()
         self._print("launch", 7, f"restarted {child.spec.name} (pid {child.proc.pid})")
 
@@ -137,8 +147,12 @@ class Launcher:
                     if child.quick_deaths < CRASH_LOOP_COUNT:
                         self._respawn(child, code)
                         continue
-                    self._print("launch", 7, f"{child.spec.name} died {CRASH_LOOP_COUNT} times within "
-                                f"{CRASH_LOOP_S:g} s of starting; not restarting it")
+                    self._print(
+                        "launch",
+                        7,
+                        f"{child.spec.name} died {CRASH_LOOP_COUNT} times within "
+                        f"{CRASH_LOOP_S:g} s of starting; not restarting it",
+                    )
                 self._print("launch", 7, f"{child.spec.name} died with status {code}; stopping the graph")
                 self.shutdown()
                 return 1

@@ -13,13 +13,12 @@ def parse_int_list(text: str) -> list[int]:
         if not part:
             continue
         sign = "-" if part.startswith("-") else ""
-        lo, sep, hi = part[len(sign):].partition("-")
+        lo, sep, hi = part[len(sign) :].partition("-")
         try:
             low = int(sign + lo)
             high = int(hi) if sep else low
         except ValueError:
-            raise ValueError(f"{part!r} is not an integer or a range such as 0-2 "
-                             "(write lists as 0,2 or 0-9)") from None
+            raise ValueError(f"{part!r} is not an integer or a range such as 0-2 (write lists as 0,2 or 0-9)") from None
         if high < low:
             raise ValueError(f"the range {part!r} runs backwards (write it low-high)")
         out += range(low, high + 1)

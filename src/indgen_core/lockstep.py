@@ -51,8 +51,13 @@ class AnswerSlot:
             self._cond.notify_all()
             return True
 
-    def wait(self, timeout: float, should_abort: Callable[[], str | None], what: str,
-             serve: Callable[[Any], None] | None = None) -> dict[str, Any]:
+    def wait(
+        self,
+        timeout: float,
+        should_abort: Callable[[], str | None],
+        what: str,
+        serve: Callable[[Any], None] | None = None,
+    ) -> dict[str, Any]:
         """Every part of the expected answer; PolicyUnavailable when `should_abort` gives a
         reason or nothing complete comes within `timeout` seconds. Asks for the tick that come
         in meanwhile are handed to `serve` (on this thread), or dropped without one."""

@@ -58,12 +58,20 @@ def setup_from_msg(m) -> records.TaskSetup:
     if not all(math.isfinite(p.value) for p in m.parameters):
         raise MalformedMessage("a task setup's parameter values must be finite")
     return records.TaskSetup(
-        campaign_id=m.campaign_id, trial_id=m.trial_id, world=m.world, axis=m.axis, level=int(m.level),
+        campaign_id=m.campaign_id,
+        trial_id=m.trial_id,
+        world=m.world,
+        axis=m.axis,
+        level=int(m.level),
         in_distribution=bool(m.in_distribution),
         parameters=tuple(axes.ParameterValue(p.name, float(p.value), p.unit) for p in m.parameters),
-        trial_index=int(m.trial_index), seed=int(m.seed), policy=m.policy,
-        language_instruction=m.language_instruction, operator_instruction=m.operator_instruction,
-        max_steps=int(m.max_steps), options=json_object(m.options_json, "options_json"),
+        trial_index=int(m.trial_index),
+        seed=int(m.seed),
+        policy=m.policy,
+        language_instruction=m.language_instruction,
+        operator_instruction=m.operator_instruction,
+        max_steps=int(m.max_steps),
+        options=json_object(m.options_json, "options_json"),
     )
 
 
@@ -71,10 +79,16 @@ def result_from_msg(m) -> records.TrialResult:
     if not math.isfinite(m.partial_score) or not math.isfinite(m.wall_time_s):
         raise MalformedMessage("partial_score and wall_time_s must be finite")
     return records.TrialResult(
-        trial_id=m.trial_id, outcome=_enum(records.Outcome, m.outcome, "outcome"), reason=m.reason,
-        partial_score=float(m.partial_score), steps=int(m.steps), duration_s=seconds(m.duration),
-        wall_time_s=float(m.wall_time_s), source=_enum(records.Source, m.source, "source"),
-        artifacts=tuple(m.artifacts), details=json_object(m.details_json, "details_json"),
+        trial_id=m.trial_id,
+        outcome=_enum(records.Outcome, m.outcome, "outcome"),
+        reason=m.reason,
+        partial_score=float(m.partial_score),
+        steps=int(m.steps),
+        duration_s=seconds(m.duration),
+        wall_time_s=float(m.wall_time_s),
+        source=_enum(records.Source, m.source, "source"),
+        artifacts=tuple(m.artifacts),
+        details=json_object(m.details_json, "details_json"),
     )
 
 

@@ -23,10 +23,24 @@ from dataclasses import dataclass, field
 SETUP, LABEL, INFO, PAUSED = 0, 1, 2, 3
 DONE, SUCCESS, FAILURE, INVALID, SKIP, ABORT, REDO, PAUSE, RESUME, RELABEL = range(10)
 OPERATE, WATCH = 0, 1
-RESPONSE_NAMES = {DONE: "done", SUCCESS: "success", FAILURE: "failure", INVALID: "invalid", SKIP: "skip",
-                  ABORT: "abort", REDO: "redo", PAUSE: "pause", RESUME: "resume", RELABEL: "relabel"}
-ACCEPTS = {SETUP: (DONE, SKIP, ABORT), LABEL: (SUCCESS, FAILURE, INVALID, REDO, ABORT), INFO: (),
-           PAUSED: (RESUME, ABORT)}
+RESPONSE_NAMES = {
+    DONE: "done",
+    SUCCESS: "success",
+    FAILURE: "failure",
+    INVALID: "invalid",
+    SKIP: "skip",
+    ABORT: "abort",
+    REDO: "redo",
+    PAUSE: "pause",
+    RESUME: "resume",
+    RELABEL: "relabel",
+}
+ACCEPTS = {
+    SETUP: (DONE, SKIP, ABORT),
+    LABEL: (SUCCESS, FAILURE, INVALID, REDO, ABORT),
+    INFO: (),
+    PAUSED: (RESUME, ABORT),
+}
 #: requests that need no open prompt, only a registered operating console
 CONTROLS = (PAUSE, RELABEL)
 LABELS = (SUCCESS, FAILURE, INVALID)
@@ -119,8 +133,9 @@ class OperatorDesk:
                 return False, f"response {response} needs an open prompt; nothing changed", ""
             return True, "", self.consoles[str(console_id)].operator
 
-    def answer(self, prompt_id: str, response: int, console_id: str, session: str, note: str = "",
-               partial_score: float = -1.0) -> tuple[bool, str, Answer | None]:
+    def answer(
+        self, prompt_id: str, response: int, console_id: str, session: str, note: str = "", partial_score: float = -1.0
+    ) -> tuple[bool, str, Answer | None]:
         """(accepted, one sentence, the answer when accepted)."""
         with self._lock:
             refusal = self._refusal(console_id, session)
@@ -129,8 +144,11 @@ class OperatorDesk:
             console = self.consoles[str(console_id)]
             prompt = self.prompt
             if prompt is None or prompt_id != prompt.prompt_id:
-                return False, (f"no open prompt '{str(prompt_id)[:40]}' (answered already, or stale); "
-                               "nothing changed"), None
+                return (
+                    False,
+                    (f"no open prompt '{str(prompt_id)[:40]}' (answered already, or stale); nothing changed"),
+                    None,
+                )
             if response not in ACCEPTS[prompt.kind]:
                 return False, f"this prompt takes {', '.join(prompt.choices)}; nothing changed", None
             score = float(partial_score) if math.isfinite(partial_score) else -1.0

@@ -21,8 +21,11 @@ from indgen_core import operator
 from indgen_core.records import Outcome, Source, TaskSetup, TrialResult
 from indgen_core.runner import StopCampaign
 
-LABEL_OUTCOMES = {operator.SUCCESS: Outcome.SUCCESS, operator.FAILURE: Outcome.FAILURE,
-                  operator.INVALID: Outcome.INVALID}
+LABEL_OUTCOMES = {
+    operator.SUCCESS: Outcome.SUCCESS,
+    operator.FAILURE: Outcome.FAILURE,
+    operator.INVALID: Outcome.INVALID,
+}
 
 
 def change_since(previous: TaskSetup | None, setup: TaskSetup) -> str:
@@ -32,8 +35,11 @@ def change_since(previous: TaskSetup | None, setup: TaskSetup) -> str:
     if previous.level == setup.level:
         return f"same level as the last trial ({previous.trial_id}): put the scene back as it was"
     old = {p.name: p.value for p in previous.parameters}
-    changes = [f"{p.name} {old[p.name]:g} -> {p.value:g} {p.unit}" for p in setup.parameters
-               if p.name in old and old[p.name] != p.value]
+    changes = [
+        f"{p.name} {old[p.name]:g} -> {p.value:g} {p.unit}"
+        for p in setup.parameters
+        if p.name in old and old[p.name] != p.value
+    ]
     steps = abs(setup.level - previous.level)
     direction = "further out" if abs(setup.level) > abs(previous.level) else "back in"
     how = f"{steps} level{'s' if steps > 1 else ''} {direction}"
@@ -62,8 +68,10 @@ class OperatorFlow:
         self.pm.publish_prompt(None, trial=setup)
         if answer is not None and answer.response == operator.ABORT:
             self.stopped_by = answer.operator or "the operator"
-            self.pm.log.warning(f"{self.stopped_by} stopped the campaign; it resumes from the store with "
-                                f"campaign_id:={self.pm.record.id}")
+            self.pm.log.warning(
+                f"{self.stopped_by} stopped the campaign; it resumes from the store with "
+                f"campaign_id:={self.pm.record.id}"
+            )
             raise StopCampaign(f"stopped by {self.stopped_by}")
         return answer
 
@@ -72,8 +80,11 @@ class OperatorFlow:
         if not self.pause_requested:
             return
         who, self.pause_requested = self.pause_requested, ""
-        answer = self.ask(operator.PAUSED, setup, f"Paused by {who} before {setup.trial_id}: Enter resumes, q stops "
-                          "the campaign (resumable).")
+        answer = self.ask(
+            operator.PAUSED,
+            setup,
+            f"Paused by {who} before {setup.trial_id}: Enter resumes, q stops the campaign (resumable).",
+        )
         if answer is None:
             raise StopCampaign("stopped while paused")
 
@@ -81,41 +92,61 @@ class OperatorFlow:
         """None when the scene is ready; else the trial's result (skipped)."""
         reference = self.pm.store.level_image(setup.axis, setup.level) or ""
         text = setup.operator_instruction or f"Build the scene of level {setup.level}."
-        answer = self.ask(operator.SETUP, setup, text, detail=change_since(self.previous, setup),
-                          reference_image=reference)
+        answer = self.ask(
+            operator.SETUP, setup, text, detail=change_since(self.previous, setup), reference_image=reference
+        )
         if answer is None:
             raise StopCampaign("stopped")
         if answer.response == operator.SKIP:
-            return TrialResult(setup.trial_id, Outcome.SKIPPED, f"skipped by {answer.operator or 'the operator'}" +
-                               (f": {answer.note}" if answer.note else ""), source=Source.OPERATOR,
-                               details={"operator": answer.operator, "note": answer.note})
+            return TrialResult(
+                setup.trial_id,
+                Outcome.SKIPPED,
+                f"skipped by {answer.operator or 'the operator'}" + (f": {answer.note}" if answer.note else ""),
+                source=Source.OPERATOR,
+                details={"operator": answer.operator, "note": answer.note},
+            )
         return None
 
     def label(self, setup: TaskSetup, result: TrialResult) -> TrialResult:
         judged = result.details.get("judged", True)
         auto = result.outcome.name.lower() if judged else ""
-        text = f"Label {setup.trial_id} (level {setup.level}): success, failure or invalid setup; a partial score " \
-               "0-100 is optional."
+        text = (
+            f"Label {setup.trial_id} (level {setup.level}): success, failure or invalid setup; a partial score "
+            "0-100 is optional."
+        )
         if result.details.get("robot_stop"):  # the robot stopped the motion: the person says whose doing it was
             auto = "failure (the robot stopped the policy's motion)"
-            text = f"{result.details.get('end', result.reason)} {text} Redo runs the trial again (a fault, not the " \
-                   "policy)."
+            text = (
+                f"{result.details.get('end', result.reason)} {text} Redo runs the trial again (a fault, not the "
+                "policy)."
+            )
         answer = self.ask(operator.LABEL, setup, text, auto_outcome=auto, previous_trial_id=self.last_labelled)
         if answer is None:
             raise StopCampaign("stopped")
-        details = {**result.details, "operator": answer.operator, "note": answer.note, "labelled_at": answer.at,
-                   "console": answer.console_id}
+        details = {
+            **result.details,
+            "operator": answer.operator,
+            "note": answer.note,
+            "labelled_at": answer.at,
+            "console": answer.console_id,
+        }
         if auto:
             details["auto_outcome"] = auto
         who = answer.operator or "the operator"
         if answer.response == operator.REDO:
-            return dataclasses.replace(result, outcome=Outcome.SUPERSEDED, reason=f"redo requested by {who}",
-                                       source=Source.OPERATOR, details={**details, "label": "superseded"})
+            return dataclasses.replace(
+                result,
+                outcome=Outcome.SUPERSEDED,
+                reason=f"redo requested by {who}",
+                source=Source.OPERATOR,
+                details={**details, "label": "superseded"},
+            )
         outcome = LABEL_OUTCOMES[answer.response]
         score = answer.partial_score / 100 if answer.partial_score >= 0 else float(outcome is Outcome.SUCCESS)
         reason = f"labelled {answer.name} by {who}" + (f": {answer.note}" if answer.note else "")
-        return dataclasses.replace(result, outcome=outcome, reason=reason, partial_score=score,
-                                   source=Source.OPERATOR, details=details)
+        return dataclasses.replace(
+            result, outcome=outcome, reason=reason, partial_score=score, source=Source.OPERATOR, details=details
+        )
 
     def after_trial(self, setup: TaskSetup, result: TrialResult) -> None:
         if result.outcome.final:
@@ -136,8 +167,13 @@ class OperatorFlow:
                 response.accepted, response.message = self.relabel(request, who)
             return response
         response.accepted, response.message, _ = self.desk.answer(
-            request.prompt_id, request.response, request.console_id, request.session, request.note,
-            request.partial_score)
+            request.prompt_id,
+            request.response,
+            request.console_id,
+            request.session,
+            request.note,
+            request.partial_score,
+        )
         return response
 
     def relabel(self, request, who: str) -> tuple[bool, str]:
@@ -152,10 +188,14 @@ class OperatorFlow:
             return False, f"trial '{str(request.trial_id)[:80]}' has no committed result to relabel; nothing changed"
         outcome = LABEL_OUTCOMES[request.label]
         note = str(request.note)[:2000]
-        result = TrialResult(row.trial_id, outcome, f"relabelled {outcome.name.lower()} by {who or 'the operator'}",
-                             partial_score=score / 100 if score >= 0 else float(outcome is Outcome.SUCCESS),
-                             source=Source.OPERATOR, details={"operator": who, "note": note,
-                                                              "relabel_id": uuid.uuid4().hex})
+        result = TrialResult(
+            row.trial_id,
+            outcome,
+            f"relabelled {outcome.name.lower()} by {who or 'the operator'}",
+            partial_score=score / 100 if score >= 0 else float(outcome is Outcome.SUCCESS),
+            source=Source.OPERATOR,
+            details={"operator": who, "note": note, "relabel_id": uuid.uuid4().hex},
+        )
         threading.Thread(target=self.pm.hand_over_relabel, args=(result, row), daemon=True).start()
         return True, f"{row.trial_id} relabelled {outcome.name.lower()} (was {row.outcome})"
 

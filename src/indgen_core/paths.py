@@ -85,8 +85,10 @@ def check_id(value: str, what: str = "campaign id") -> str:
     """`value` if it is a valid id, else one sentence saying why not."""
     if not isinstance(value, str) or not _ID.fullmatch(value) or ".." in value:
         shown = value if isinstance(value, str) and len(value) <= 60 else f"{str(value)[:60]}..."
-        raise UnsafePath(f"{what} {shown!r} is not allowed: use 1-128 letters, digits, '.', '_' or '-', "
-                         "starting with a letter or digit (no '/', no '..')")
+        raise UnsafePath(
+            f"{what} {shown!r} is not allowed: use 1-128 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit (no '/', no '..')"
+        )
     return value
 
 

@@ -23,8 +23,9 @@ INTERLEAVED, SEQUENTIAL = "interleaved", "sequential"
 
 def trial_seed(campaign_seed: int, level: int, index: int) -> int:
     """A 63-bit seed for (level, index), reproducible and independent across levels."""
-    state = np.random.SeedSequence([campaign_seed & 0xFFFFFFFF, campaign_seed >> 32 & 0xFFFFFFFF,
-                                    level + 1_000_000, index]).generate_state(2, np.uint32)
+    state = np.random.SeedSequence(
+        [campaign_seed & 0xFFFFFFFF, campaign_seed >> 32 & 0xFFFFFFFF, level + 1_000_000, index]
+    ).generate_state(2, np.uint32)
     return int(state[0]) << 31 ^ int(state[1])
 
 
@@ -32,9 +33,16 @@ def trial_id(policy: str, level: int, index: int) -> str:
     return f"{policy}/k{level:+d}/{index:03d}"
 
 
-def make_plan(policies: Sequence[str], levels: Sequence[int], trials_per_level: int, seed: int,
-              order: str = INTERLEAVED, distance: Mapping[int, int] | None = None,
-              seeds: Sequence[int] | None = None, labels: Mapping[str, str] | None = None) -> list[PlannedTrial]:
+def make_plan(
+    policies: Sequence[str],
+    levels: Sequence[int],
+    trials_per_level: int,
+    seed: int,
+    order: str = INTERLEAVED,
+    distance: Mapping[int, int] | None = None,
+    seeds: Sequence[int] | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> list[PlannedTrial]:
     """levels x trials x policies, in `order`. `seeds` (one per trial index) overrides the
     derived seeds, for evaluations that must reuse fixed seed lists. `labels` (a blind
     campaign's policy -> letter) names the trials by letter and, in the sequential order, runs
@@ -64,8 +72,10 @@ def make_plan(policies: Sequence[str], levels: Sequence[int], trials_per_level: 
     else:
         raise ValueError(f"unknown order '{order}'; expected {INTERLEAVED} or {SEQUENTIAL}")
     labels = labels or {}
-    return [PlannedTrial(trial_id(labels.get(p, p), level, i), p, level, i, seed_of(level, i), n)
-            for n, (level, i, p) in enumerate(cells)]
+    return [
+        PlannedTrial(trial_id(labels.get(p, p), level, i), p, level, i, seed_of(level, i), n)
+        for n, (level, i, p) in enumerate(cells)
+    ]
 
 
 @dataclass(frozen=True)
@@ -84,8 +94,12 @@ class AdaptiveRule:
     confidence: float = stats.DEFAULT_CONFIDENCE
     min_trials: int = 1
 
-    def skip_reason(self, trial: PlannedTrial, done: Mapping[tuple[str, int], tuple[int, int]],
-                    distance: Mapping[int, tuple[int, int]]) -> str | None:
+    def skip_reason(
+        self,
+        trial: PlannedTrial,
+        done: Mapping[tuple[str, int], tuple[int, int]],
+        distance: Mapping[int, tuple[int, int]],
+    ) -> str | None:
         """Why `trial` need not run given `done[(policy, level)] = (n, successes)` over the
         level's completed prefix, or None. `distance[k]` is (atomic steps from tau_0, side)."""
         n, s = done.get((trial.policy, trial.level), (0, 0))
@@ -95,8 +109,13 @@ class AdaptiveRule:
         d, side = distance[trial.level]
         for (policy, level), (n2, s2) in done.items():
             d2, side2 = distance[level]
-            if policy == trial.policy and side2 == side and side != 0 and d2 < d \
-                    and self.verdict(n2, s2) == stats.BROKEN:
+            if (
+                policy == trial.policy
+                and side2 == side
+                and side != 0
+                and d2 < d
+                and self.verdict(n2, s2) == stats.BROKEN
+            ):
                 return f"beyond the shown break at k={level}"
         return None
 

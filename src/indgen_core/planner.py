@@ -65,16 +65,20 @@ def fixed_trials(rate: float, threshold: float, confidence: float = 0.95, power:
 
 
 def _too_many(rate: float, threshold: float) -> str:
-    return (f"telling a rate of {rate:g} from the threshold {threshold:g} takes more than {MAX_TRIALS} trials "
-            "per level; plan against a rate further from it")
+    return (
+        f"telling a rate of {rate:g} from the threshold {threshold:g} takes more than {MAX_TRIALS} trials "
+        "per level; plan against a rate further from it"
+    )
 
 
 def _check_rate(rate: float, threshold: float) -> None:
     if not 0.0 <= rate <= 1.0 or math.isnan(rate):
         raise PlanError(f"an expected success rate must lie between 0 and 1, not {rate:g}")
     if rate == threshold:
-        raise PlanError(f"a rate equal to the threshold {threshold:g} cannot be told from it by any number of "
-                        "trials; expect a rate above or below it")
+        raise PlanError(
+            f"a rate equal to the threshold {threshold:g} cannot be told from it by any number of "
+            "trials; expect a rate above or below it"
+        )
 
 
 @dataclass(frozen=True)
@@ -85,8 +89,9 @@ class SequentialRun:
     wrong: float  # share of runs that called the wrong side
 
 
-def simulate_sequential(rate: float, threshold: float, cap: int, confidence: float = 0.95,
-                        runs: int = SIMULATED_RUNS, seed: int = 0) -> SequentialRun:
+def simulate_sequential(
+    rate: float, threshold: float, cap: int, confidence: float = 0.95, runs: int = SIMULATED_RUNS, seed: int = 0
+) -> SequentialRun:
     """The sequential rule's trials at `rate`, over `runs` seeded Bernoulli sequences of `cap`."""
     rng = np.random.default_rng(seed)
     edges = sequential.boundaries(threshold, cap, confidence)
@@ -94,14 +99,18 @@ def simulate_sequential(rate: float, threshold: float, cap: int, confidence: flo
     used, verdicts = [], []
     chunk = max(1, 2_000_000 // cap)  # bounded memory for long caps
     for start in range(0, runs, chunk):
-        v, n = sequential.first_decisions(rng.random((min(chunk, runs - start), cap)) < rate, threshold,
-                                          confidence, edges)
+        v, n = sequential.first_decisions(
+            rng.random((min(chunk, runs - start), cap)) < rate, threshold, confidence, edges
+        )
         verdicts += v
         used.append(n)
     n = np.concatenate(used)
-    return SequentialRun(float(n.mean()), int(np.percentile(n, 90, method="higher")),
-                         verdicts.count(sequential.UNDECIDED) / runs,
-                         sum(v not in (right, sequential.UNDECIDED) for v in verdicts) / runs)
+    return SequentialRun(
+        float(n.mean()),
+        int(np.percentile(n, 90, method="higher")),
+        verdicts.count(sequential.UNDECIDED) / runs,
+        sum(v not in (right, sequential.UNDECIDED) for v in verdicts) / runs,
+    )
 
 
 @dataclass(frozen=True)
@@ -128,17 +137,28 @@ class CampaignPlan:
         return sum(per_level) * self.policies * self.trial_s / 3600.0
 
 
-def plan_levels(levels: Sequence[int], threshold: float, trials_per_level: int, adaptive: bool,
-                expect: Mapping[int, float], policies: int = 1, trial_s: float = 60.0, confidence: float = 0.95,
-                power: float = DEFAULT_POWER, runs: int = SIMULATED_RUNS, seed: int = 0) -> CampaignPlan:
+def plan_levels(
+    levels: Sequence[int],
+    threshold: float,
+    trials_per_level: int,
+    adaptive: bool,
+    expect: Mapping[int, float],
+    policies: int = 1,
+    trial_s: float = 60.0,
+    confidence: float = 0.95,
+    power: float = DEFAULT_POWER,
+    runs: int = SIMULATED_RUNS,
+    seed: int = 0,
+) -> CampaignPlan:
     """Size every level. `expect[k]`: the rate expected at level k; levels without one are
     planned against threshold +- PLANNING_MARGIN (whichever needs more trials). The sequential
     rule is simulated up to the campaign's cap (trials_per_level when adaptive; otherwise the
     fixed design's n times three, to say what an adaptive campaign would save)."""
     unknown = sorted(set(expect) - set(levels))
     if unknown:
-        raise PlanError(f"--expect names level(s) {unknown}, which the campaign does not run (its levels: "
-                        f"{sorted(levels)})")
+        raise PlanError(
+            f"--expect names level(s) {unknown}, which the campaign does not run (its levels: {sorted(levels)})"
+        )
     if not trial_s > 0 or math.isinf(trial_s):
         raise PlanError(f"--trial-s must be a positive number of seconds, not {trial_s:g}")
     out = []

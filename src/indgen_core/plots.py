@@ -44,8 +44,13 @@ def success_curves(summaries: Sequence[CampaignSummary], path: Path, title: str 
         ids = sorted({k for s in summaries for k in s.in_distribution})
         all_levels = sorted({lv.level for s in summaries for c in s.curves for lv in c.levels})
         if ids:
-            ax.axvspan(min(ids) - 0.5, max(ids) + 0.5, color="0.92", zorder=0,
-                       label="in distribution" if len(ids) > 1 else f"in distribution (k={ids[0]})")
+            ax.axvspan(
+                min(ids) - 0.5,
+                max(ids) + 0.5,
+                color="0.92",
+                zorder=0,
+                label="in distribution" if len(ids) > 1 else f"in distribution (k={ids[0]})",
+            )
         ax.axhline(threshold * 100, color="0.4", ls="--", lw=1, label=f"break threshold ({threshold:.0%})")
         colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
         curves = [(s, c) for s in summaries for c in s.curves if any(lv.n for lv in c.levels)]
@@ -64,19 +69,32 @@ def success_curves(summaries: Sequence[CampaignSummary], path: Path, title: str 
                 low = [lv.interval[0] * 100 for lv in pts]
                 high = [lv.interval[1] * 100 for lv in pts]
                 label = curve.policy + (f" ({s.record.id})" if names.count(curve.policy) > 1 else "")
-                ax.fill_between(x, low, high, color=color, alpha=0.15, lw=0,
-                                label=f"95% {'confidence sequence' if pts[0].anytime else 'exact interval'}"
-                                if i == 1 else None)
+                ax.fill_between(
+                    x,
+                    low,
+                    high,
+                    color=color,
+                    alpha=0.15,
+                    lw=0,
+                    label=f"95% {'confidence sequence' if pts[0].anytime else 'exact interval'}" if i == 1 else None,
+                )
                 ax.plot(x, y, "-o", color=color, lw=2, ms=5, label=label)
                 for side, k in curve.breaks.point.items():
                     if k is None:
                         continue
                     lv = curve.level(k)
-                    ax.plot([k], [lv.rate * 100], marker="X", color=color, ms=12, mec="black", mew=0.8,
-                            zorder=5, label=None)
+                    ax.plot(
+                        [k], [lv.rate * 100], marker="X", color=color, ms=12, mec="black", mew=0.8, zorder=5, label=None
+                    )
                     if not many:  # with many curves the X markers alone stay readable
-                        ax.annotate(f"breaks k={k}", (k, lv.rate * 100), textcoords="offset points",
-                                    xytext=(6, 8 if side > 0 else -14), fontsize=8, color=color)
+                        ax.annotate(
+                            f"breaks k={k}",
+                            (k, lv.rate * 100),
+                            textcoords="offset points",
+                            xytext=(6, 8 if side > 0 else -14),
+                            fontsize=8,
+                            color=color,
+                        )
         ax.set_xticks(all_levels)
         ax.set_xticklabels([f"τ{k}" for k in all_levels])
         ax.set_xlim(min(all_levels, default=0) - 0.5, max(all_levels, default=1) + 0.5)
@@ -106,12 +124,13 @@ def difference_plot(comparisons, path: Path, axis: str) -> Path:
             color = colors[i % len(colors)]
             x = [c.level + (i - (len(pairs) - 1) / 2) * width for c in rows]
             y = [c.difference * 100 for c in rows]
-            err = [[(c.difference - c.interval[0]) * 100 for c in rows], [(c.interval[1] - c.difference) * 100
-                                                                          for c in rows]]
+            err = [
+                [(c.difference - c.interval[0]) * 100 for c in rows],
+                [(c.interval[1] - c.difference) * 100 for c in rows],
+            ]
             ax.errorbar(x, y, yerr=err, fmt="none", ecolor=color, capsize=3, lw=1.5)
             for xi, c in zip(x, rows, strict=True):
-                ax.plot([xi], [c.difference * 100], "o", color=color, ms=7,
-                        mfc=color if c.better else "white", mew=1.5)
+                ax.plot([xi], [c.difference * 100], "o", color=color, ms=7, mfc=color if c.better else "white", mew=1.5)
             ax.plot([], [], "o", color=color, label=f"{a} - {b}")
         ax.axhline(0, color="0.4", lw=1, ls="--")
         ax.plot([], [], "o", color="0.3", label="shown better (Holm)")

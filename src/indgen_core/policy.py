@@ -29,5 +29,7 @@ def robot_mismatch(metadata: dict[str, Any], world_robot: str | None) -> str | N
     if not trained or not world_robot or trained == world_robot:
         return None
     switch = "builtin_fr3:=true" if trained == "builtin" else "builtin_fr3:=false with MENAGERIE_ROOT set"
-    return (f"policy {str(metadata.get('policy', '?'))[:60]} was trained on the {str(trained)[:20]} FR3's images and "
-            f"this world renders the {world_robot} one: run the world with {switch}, or train on this model")
+    return (
+        f"policy {str(metadata.get('policy', '?'))[:60]} was trained on the {str(trained)[:20]} FR3's images and "
+        f"this world renders the {world_robot} one: run the world with {switch}, or train on this model"
+    )

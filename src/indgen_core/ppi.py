@@ -80,28 +80,39 @@ class TwinSharpened:
         return (self.interval[1] - self.interval[0]) / real if real > 0 else math.inf
 
 
-def twin_sharpened(level: int, real: Mapping[int, bool], twin: Mapping[int, bool],
-                   confidence: float = 0.95) -> TwinSharpened:
+def twin_sharpened(
+    level: int, real: Mapping[int, bool], twin: Mapping[int, bool], confidence: float = 0.95
+) -> TwinSharpened:
     """`real[seed]`, `twin[seed]`: success per planned seed. Every real seed must have been run
     by the twin too (the pairs); the twin's other trials sharpen its own rate."""
     if not real:
         raise IndGenError(f"level k={level}: no real trial to sharpen")
     missing = sorted(set(real) - set(twin))
     if missing:
-        raise IndGenError(f"level k={level}: the twin campaign did not run {len(missing)} of the real trials' seeds; "
-                          "plan it with the same seed and at least as many trials per level")
+        raise IndGenError(
+            f"level k={level}: the twin campaign did not run {len(missing)} of the real trials' seeds; "
+            "plan it with the same seed and at least as many trials per level"
+        )
     alpha = 1.0 - confidence
     seeds = sorted(real)
     diff = np.array([int(real[s]) - int(twin[s]) for s in seeds])
     twin_successes = sum(bool(v) for v in twin.values())
     twin_low, twin_high = exact_interval(twin_successes, len(twin), 1 - ALPHA_TWIN_SHARE * alpha)
-    delta_low, delta_high = difference_bounds(int(np.sum(diff > 0)), int(np.sum(diff < 0)), len(seeds),
-                                              1 - (1 - ALPHA_TWIN_SHARE) * alpha)
+    delta_low, delta_high = difference_bounds(
+        int(np.sum(diff > 0)), int(np.sum(diff < 0)), len(seeds), 1 - (1 - ALPHA_TWIN_SHARE) * alpha
+    )
     estimate = twin_successes / len(twin) + float(diff.mean())
     real_successes = sum(bool(v) for v in real.values())
     return TwinSharpened(
-        level=level, real_n=len(real), real_successes=real_successes, twin_n=len(twin),
-        twin_successes=twin_successes, pairs=len(seeds), agreement=float(np.mean(diff == 0)),
+        level=level,
+        real_n=len(real),
+        real_successes=real_successes,
+        twin_n=len(twin),
+        twin_successes=twin_successes,
+        pairs=len(seeds),
+        agreement=float(np.mean(diff == 0)),
         estimate=min(1.0, max(0.0, estimate)),
         interval=(max(0.0, twin_low + delta_low), min(1.0, twin_high + delta_high)),
-        real_only=exact_interval(real_successes, len(real), confidence), confidence=confidence)
+        real_only=exact_interval(real_successes, len(real), confidence),
+        confidence=confidence,
+    )

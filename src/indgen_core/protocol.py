@@ -49,8 +49,11 @@ class ProtocolReport:
         return not self.violations(check)
 
     def summary(self) -> dict[str, bool]:
-        return {c: self.passed(c) for c in (SINGLE_AXIS, ATOMIC_STEP, NESTING, FEASIBILITY)
-                if any(f.check == c for f in self.findings)}
+        return {
+            c: self.passed(c)
+            for c in (SINGLE_AXIS, ATOMIC_STEP, NESTING, FEASIBILITY)
+            if any(f.check == c for f in self.findings)
+        }
 
 
 class ProtocolViolation(IndGenError):
@@ -81,18 +84,27 @@ def check_progression(axis: Axis, levels: Sequence[Level] | None = None) -> Prot
     ids = set(axis.spec.in_distribution)
     if ks and (ks != list(range(ks[0], ks[-1] + 1))):
         missing = sorted(set(range(ks[0], ks[-1] + 1)) - set(ks))
-        report.findings.append(Finding(NESTING, False, f"levels skip {missing}: each level must be one atomic "
-                                       "step from the previous one"))
+        report.findings.append(
+            Finding(NESTING, False, f"levels skip {missing}: each level must be one atomic step from the previous one")
+        )
     if ks and not ids & set(ks):
-        report.findings.append(Finding(NESTING, False, f"no in-distribution level {sorted(ids)} among {ks}: "
-                                       "a progression starts in distribution"))
+        report.findings.append(
+            Finding(
+                NESTING,
+                False,
+                f"no in-distribution level {sorted(ids)} among {ks}: a progression starts in distribution",
+            )
+        )
     if ids and sorted(ids) != list(range(min(ids), max(ids) + 1)):
         report.findings.append(Finding(NESTING, False, f"in-distribution levels {sorted(ids)} have a gap"))
 
     for prev, cur in itertools.pairwise(levels):
         a, b = prev.as_dict(), cur.as_dict()
-        changed = {n for n in a.keys() | b.keys() if abs(a.get(n, float("nan")) - b.get(n, float("nan"))) > 1e-12
-                   or (n in a) != (n in b)}
+        changed = {
+            n
+            for n in a.keys() | b.keys()
+            if abs(a.get(n, float("nan")) - b.get(n, float("nan"))) > 1e-12 or (n in a) != (n in b)
+        }
         ka, kb = _component_levels(axis, prev.k), _component_levels(axis, cur.k)
         expected = {n for n in moved if ka[n] != kb[n]}
         where = f"tau_{prev.k} -> tau_{cur.k}"
@@ -106,11 +118,14 @@ def check_progression(axis: Axis, levels: Sequence[Level] | None = None) -> Prot
             want = steps[name] * (kb[name] - ka[name])
             got = b[name] - a[name]
             ok = abs(got - want) <= max(tolerance * abs(want), 1e-9)
-            report.findings.append(Finding(
-                ATOMIC_STEP, ok,
-                f"{where}: {name} changes by {got:+.6g}" + ("" if ok else f", expected one step of {want:+.6g}"),
-                cur.k,
-            ))
+            report.findings.append(
+                Finding(
+                    ATOMIC_STEP,
+                    ok,
+                    f"{where}: {name} changes by {got:+.6g}" + ("" if ok else f", expected one step of {want:+.6g}"),
+                    cur.k,
+                )
+            )
 
     # nesting 2: each moved parameter moves strictly further from its in-distribution value
     by_k = {lv.k: lv for lv in levels}
@@ -127,12 +142,15 @@ def check_progression(axis: Axis, levels: Sequence[Level] | None = None) -> Prot
             if _component_levels(axis, lv.k)[name] == _component_levels(axis, inner_k)[name]:
                 continue
             ok = d_out > d_in + 1e-12
-            report.findings.append(Finding(
-                NESTING, ok,
-                f"tau_{lv.k}: {name} is {d_out:.6g} from tau_{anchor.k}" + ("" if ok else f", not further than "
-                                                                            f"tau_{inner_k} ({d_in:.6g})"),
-                lv.k,
-            ))
+            report.findings.append(
+                Finding(
+                    NESTING,
+                    ok,
+                    f"tau_{lv.k}: {name} is {d_out:.6g} from tau_{anchor.k}"
+                    + ("" if ok else f", not further than tau_{inner_k} ({d_in:.6g})"),
+                    lv.k,
+                )
+            )
     return report
 
 
@@ -154,7 +172,12 @@ def check_feasibility(levels: Sequence[Level], certified: Mapping[int, str | Non
     out = []
     for lv in levels:
         cert = certified.get(lv.k)
-        out.append(Finding(FEASIBILITY, cert is not None,
-                           f"tau_{lv.k}: " + (cert if cert else "no feasibility certificate (run the oracle first)"),
-                           lv.k))
+        out.append(
+            Finding(
+                FEASIBILITY,
+                cert is not None,
+                f"tau_{lv.k}: " + (cert if cert else "no feasibility certificate (run the oracle first)"),
+                lv.k,
+            )
+        )
     return out

@@ -32,9 +32,7 @@ def probe_backend(backend: str, timeout: float = 60.0) -> tuple[bool, str]:
     """Render one tiny frame with `backend` in a child process: (works, one-line detail)."""
     env = dict(os.environ, MUJOCO_GL=backend, PYOPENGL_PLATFORM=backend)
     try:
-        proc = subprocess.run(
-            [sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, timeout=timeout
-        )
+        proc = subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return False, f"{backend}: no frame within {timeout:.0f} s"
     if proc.returncode == 0:

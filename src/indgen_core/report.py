@@ -44,11 +44,21 @@ def level_rows(summary: CampaignSummary, curve: PolicyCurve) -> list[dict[str, A
             tags.append("ID")
         if lv.level in curve.breaks.point.values():
             tags.append("BREAK")
-        rows.append({
-            "policy": curve.policy, "k": lv.level, "parameters": _fmt_params(summary, lv.level), "n": lv.n,
-            "successes": lv.successes, "invalid": lv.invalid, "rate": lv.rate, "ci_low": low, "ci_high": high,
-            "verdict": lv.verdict, "tags": " ".join(tags),
-        })
+        rows.append(
+            {
+                "policy": curve.policy,
+                "k": lv.level,
+                "parameters": _fmt_params(summary, lv.level),
+                "n": lv.n,
+                "successes": lv.successes,
+                "invalid": lv.invalid,
+                "rate": lv.rate,
+                "ci_low": low,
+                "ci_high": high,
+                "verdict": lv.verdict,
+                "tags": " ".join(tags),
+            }
+        )
     return rows
 
 
@@ -75,46 +85,84 @@ def guarantee_text(curve: PolicyCurve) -> str:
 
 
 def comparison_rows(comparisons) -> list[dict[str, Any]]:
-    return [{"level": c.level, "a": c.a, "b": c.b, "difference": c.difference, "ci": list(c.interval),
-             "p_value": c.p_value, "p_holm": c.p_adjusted, "better": c.better, "method": c.method, "pairs": c.pairs,
-             "a_only": c.a_only, "b_only": c.b_only} for c in comparisons]
+    return [
+        {
+            "level": c.level,
+            "a": c.a,
+            "b": c.b,
+            "difference": c.difference,
+            "ci": list(c.interval),
+            "p_value": c.p_value,
+            "p_holm": c.p_adjusted,
+            "better": c.better,
+            "method": c.method,
+            "pairs": c.pairs,
+            "a_only": c.a_only,
+            "b_only": c.b_only,
+        }
+        for c in comparisons
+    ]
 
 
 def summary_json(summaries: Sequence[CampaignSummary]) -> dict[str, Any]:
     out = []
     for s in summaries:
-        out.append({
-            "campaign_id": s.record.id, "name": s.record.name, "axis": s.record.axis, "world": s.record.world,
-            "purpose": s.record.purpose, "regime": s.record.axis_snapshot.get("regime"),
-            "in_distribution": s.in_distribution, "break_threshold": s.threshold,
-            "protocol": s.record.protocol.get("summary", {}),
-            "override_uncertified": s.record.override_uncertified, "override_reason": s.record.override_reason,
-            "policies": [{
-                "policy": c.policy,
-                "levels": level_rows(s, c),
-                "break_point": {str(k): v for k, v in c.breaks.point.items()},
-                "break_conservative": {str(k): v for k, v in c.breaks.conservative.items()},
-                "k_star": {str(k): v for k, v in c.breaks.k_star.items()},
-                "monotonicity": None if c.monotonicity is None else {
-                    "monotone": c.monotonicity.monotone, "strict": c.monotonicity.strictly_monotone,
-                    "kendall_tau": _num(c.monotonicity.tau), "p_value": _num(c.monotonicity.p_value),
-                    "reversals": [vars(r) | {"significant": r.significant} for r in c.monotonicity.reversals],
-                },
-                "pending": c.pending, "skipped": c.skipped, "aborted_attempts": c.aborted_attempts,
-                "guarantee": {str(side): {"held_through": g.held_through, "broken_at": g.broken_at,
-                                          "next_level": g.next_level, "alpha_each": g.alpha_each}
-                              for side, g in c.guarantee.items()},
-            } for c in s.curves],
-            "interval": s.interval_kind,
-            "comparisons": comparison_rows(s.comparisons),
-            "registered_analysis": {"plan": s.registered_plan, "comparisons": comparison_rows(s.registered)}
-            if s.registered_plan else None,
-            "blind": bool(s.record.config.get("blind")),
-            "twin": {"campaign_id": s.twin_id, "note": s.twin_note, "levels": twin_rows(s)} if s.twin_id else None,
-            "invalid_trials": s.invalid,
-            "operator": [{"policy": p, "level": k, **c} for (p, k), c in sorted(s.operator.items())],
-            "robot_stops": [{"policy": p, "level": k, **c} for (p, k), c in sorted(s.robot_stops.items())],
-        })
+        out.append(
+            {
+                "campaign_id": s.record.id,
+                "name": s.record.name,
+                "axis": s.record.axis,
+                "world": s.record.world,
+                "purpose": s.record.purpose,
+                "regime": s.record.axis_snapshot.get("regime"),
+                "in_distribution": s.in_distribution,
+                "break_threshold": s.threshold,
+                "protocol": s.record.protocol.get("summary", {}),
+                "override_uncertified": s.record.override_uncertified,
+                "override_reason": s.record.override_reason,
+                "policies": [
+                    {
+                        "policy": c.policy,
+                        "levels": level_rows(s, c),
+                        "break_point": {str(k): v for k, v in c.breaks.point.items()},
+                        "break_conservative": {str(k): v for k, v in c.breaks.conservative.items()},
+                        "k_star": {str(k): v for k, v in c.breaks.k_star.items()},
+                        "monotonicity": None
+                        if c.monotonicity is None
+                        else {
+                            "monotone": c.monotonicity.monotone,
+                            "strict": c.monotonicity.strictly_monotone,
+                            "kendall_tau": _num(c.monotonicity.tau),
+                            "p_value": _num(c.monotonicity.p_value),
+                            "reversals": [vars(r) | {"significant": r.significant} for r in c.monotonicity.reversals],
+                        },
+                        "pending": c.pending,
+                        "skipped": c.skipped,
+                        "aborted_attempts": c.aborted_attempts,
+                        "guarantee": {
+                            str(side): {
+                                "held_through": g.held_through,
+                                "broken_at": g.broken_at,
+                                "next_level": g.next_level,
+                                "alpha_each": g.alpha_each,
+                            }
+                            for side, g in c.guarantee.items()
+                        },
+                    }
+                    for c in s.curves
+                ],
+                "interval": s.interval_kind,
+                "comparisons": comparison_rows(s.comparisons),
+                "registered_analysis": {"plan": s.registered_plan, "comparisons": comparison_rows(s.registered)}
+                if s.registered_plan
+                else None,
+                "blind": bool(s.record.config.get("blind")),
+                "twin": {"campaign_id": s.twin_id, "note": s.twin_note, "levels": twin_rows(s)} if s.twin_id else None,
+                "invalid_trials": s.invalid,
+                "operator": [{"policy": p, "level": k, **c} for (p, k), c in sorted(s.operator.items())],
+                "robot_stops": [{"policy": p, "level": k, **c} for (p, k), c in sorted(s.robot_stops.items())],
+            }
+        )
     return {"campaigns": out}
 
 
@@ -122,45 +170,70 @@ def _num(x: float) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
 
-def markdown(summaries: Sequence[CampaignSummary], plot_names: Sequence[str], images: dict[int, str],
-             videos: dict[int, str] | None = None) -> str:
+def markdown(
+    summaries: Sequence[CampaignSummary],
+    plot_names: Sequence[str],
+    images: dict[int, str],
+    videos: dict[int, str] | None = None,
+) -> str:
     first = summaries[0].record
     lines = [f"# IndGen report: axis `{first.axis}` in `{first.world}`", ""]
     for name in plot_names:
         lines += [f"![success per level]({name})", ""]
     for s in summaries:
         r = s.record
-        lines += [f"## Campaign `{r.id}`", "",
-                  f"- purpose: {r.purpose}; regime: {s.record.axis_snapshot.get('regime')}; "
-                  f"in distribution: k={s.in_distribution}; break threshold: {s.threshold:.0%}",
-                  f"- order: {r.order_mode}; seed: {r.seed}; status: {r.status}"]
+        lines += [
+            f"## Campaign `{r.id}`",
+            "",
+            f"- purpose: {r.purpose}; regime: {s.record.axis_snapshot.get('regime')}; "
+            f"in distribution: k={s.in_distribution}; break threshold: {s.threshold:.0%}",
+            f"- order: {r.order_mode}; seed: {r.seed}; status: {r.status}",
+        ]
         checks = r.protocol.get("summary", {})
         if checks:
-            lines.append("- Definition 4: " + ", ".join(f"{k.replace('_', ' ')} {'ok' if v else 'FAILED'}"
-                                                         for k, v in checks.items()))
+            lines.append(
+                "- Definition 4: "
+                + ", ".join(f"{k.replace('_', ' ')} {'ok' if v else 'FAILED'}" for k, v in checks.items())
+            )
         if r.override_uncertified:
             lines.append(f"- **uncertified levels scored by explicit override**: {r.override_reason}")
         lines.append("")
-        lines += [f"Intervals: 95% {s.interval_kind}. Verdicts: held / broken when the trials show the rate at or "
-                  f"above / below {s.threshold:.0%}, each claim at 2.5%.", ""]
+        lines += [
+            f"Intervals: 95% {s.interval_kind}. Verdicts: held / broken when the trials show the rate at or "
+            f"above / below {s.threshold:.0%}, each claim at 2.5%.",
+            "",
+        ]
         for c in s.curves:
-            lines += [f"### Policy `{c.policy}`: {_break_text(c)} (point estimate)", "",
-                      f"With a stated error: {guarantee_text(c)}.", "",
-                      "| k | parameters | n | successes | rate | 95% interval | verdict | |",
-                      "|---|---|---|---|---|---|---|---|"]
+            lines += [
+                f"### Policy `{c.policy}`: {_break_text(c)} (point estimate)",
+                "",
+                f"With a stated error: {guarantee_text(c)}.",
+                "",
+                "| k | parameters | n | successes | rate | 95% interval | verdict | |",
+                "|---|---|---|---|---|---|---|---|",
+            ]
             for row in level_rows(s, c):
-                lines.append(f"| {row['k']} | {row['parameters']} | {row['n']} | {row['successes']} | "
-                             f"{row['rate']:.0%} | [{row['ci_low']:.0%}, {row['ci_high']:.0%}] | {row['verdict']} | "
-                             f"{row['tags']} |")
+                lines.append(
+                    f"| {row['k']} | {row['parameters']} | {row['n']} | {row['successes']} | "
+                    f"{row['rate']:.0%} | [{row['ci_low']:.0%}, {row['ci_high']:.0%}] | {row['verdict']} | "
+                    f"{row['tags']} |"
+                )
             lines.append("")
             if c.monotonicity is not None:
                 lines += [f"Monotonicity (black-box check, Appendix B): {c.monotonicity.describe()}", ""]
             if c.pending or c.skipped or c.aborted_attempts:
-                lines += [f"Pending trials: {c.pending}; skipped by the adaptive rule: {c.skipped}; "
-                          f"aborted attempts (re-run): {c.aborted_attempts}", ""]
+                lines += [
+                    f"Pending trials: {c.pending}; skipped by the adaptive rule: {c.skipped}; "
+                    f"aborted attempts (re-run): {c.aborted_attempts}",
+                    "",
+                ]
         if s.registered_plan:
-            lines += [f"### Pre-registered analysis: {s.registered_plan}", "",
-                      "(registered in the campaign file before any trial ran; the table below it is exploratory)", ""]
+            lines += [
+                f"### Pre-registered analysis: {s.registered_plan}",
+                "",
+                "(registered in the campaign file before any trial ran; the table below it is exploratory)",
+                "",
+            ]
             if s.registered:
                 lines += comparison_markdown(s.registered, "registered")
         if s.comparisons:
@@ -169,32 +242,48 @@ def markdown(summaries: Sequence[CampaignSummary], plot_names: Sequence[str], im
             lines += twin_markdown(s)
         if s.checks:
             names = sorted({k for entry in s.checks.values() for k in entry if k != "n"})
-            lines += ["### Success checks per level (how often each held)", "",
-                      "| policy | k | n | " + " | ".join(names) + " |", "|---|---|---|" + "---|" * len(names)]
+            lines += [
+                "### Success checks per level (how often each held)",
+                "",
+                "| policy | k | n | " + " | ".join(names) + " |",
+                "|---|---|---|" + "---|" * len(names),
+            ]
             for (policy, level), entry in sorted(s.checks.items()):
-                lines.append(f"| {policy} | {level} | {entry['n']} | " +
-                             " | ".join(str(entry.get(k, 0)) for k in names) + " |")
+                lines.append(
+                    f"| {policy} | {level} | {entry['n']} | " + " | ".join(str(entry.get(k, 0)) for k in names) + " |"
+                )
             lines.append("")
         if s.operator:
             names = ("labelled", "relabelled", "redone", "skipped", "invalid", "disagreements")
-            lines += ["### The operator's labels per level", "",
-                      "(relabelled: the newest label counts, the old ones are in the store's history; redone: "
-                      "attempts kept as superseded; disagreements: labels that differ from the simulator's own "
-                      "check, in rehearsal)", "",
-                      "| policy | k | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+            lines += [
+                "### The operator's labels per level",
+                "",
+                "(relabelled: the newest label counts, the old ones are in the store's history; redone: "
+                "attempts kept as superseded; disagreements: labels that differ from the simulator's own "
+                "check, in rehearsal)",
+                "",
+                "| policy | k | " + " | ".join(names) + " |",
+                "|---|---|" + "---|" * len(names),
+            ]
             for (policy, level), entry in sorted(s.operator.items()):
                 lines.append(f"| {policy} | {level} | " + " | ".join(str(entry[n]) for n in names) + " |")
             lines.append("")
         if s.robot_stops:
-            lines += ["### Robot stops per level", "",
-                      "(the robot's own safety stopped the policy's motion, a reflex: the episode ended and was "
-                      "labelled by the person, counted as labelled, never re-run)", "",
-                      "| policy | k | stops | labelled failure | labelled success | other |",
-                      "|---|---|---|---|---|---|"]
+            lines += [
+                "### Robot stops per level",
+                "",
+                "(the robot's own safety stopped the policy's motion, a reflex: the episode ended and was "
+                "labelled by the person, counted as labelled, never re-run)",
+                "",
+                "| policy | k | stops | labelled failure | labelled success | other |",
+                "|---|---|---|---|---|---|",
+            ]
             for (policy, level), entry in sorted(s.robot_stops.items()):
                 other = entry["stops"] - entry.get("failure", 0) - entry.get("success", 0)
-                lines.append(f"| {policy} | {level} | {entry['stops']} | {entry.get('failure', 0)} | "
-                             f"{entry.get('success', 0)} | {other} |")
+                lines.append(
+                    f"| {policy} | {level} | {entry['stops']} | {entry.get('failure', 0)} | "
+                    f"{entry.get('success', 0)} | {other} |"
+                )
             lines.append("")
         if s.invalid:
             lines += ["### Invalid setups (not scored)", ""]
@@ -216,10 +305,23 @@ code{background:#f3f3f3;padding:1px 4px}"""
 
 
 def twin_rows(summary: CampaignSummary) -> list[dict[str, Any]]:
-    return [{"policy": p, "k": t.level, "real_n": t.real_n, "real_successes": t.real_successes,
-             "real_only_ci": list(t.real_only), "twin_n": t.twin_n, "twin_successes": t.twin_successes,
-             "pairs": t.pairs, "agreement": t.agreement, "estimate": t.estimate, "twin_sharpened_ci": list(t.interval),
-             "width_ratio": _num(t.width_ratio)} for p, t in summary.twin]
+    return [
+        {
+            "policy": p,
+            "k": t.level,
+            "real_n": t.real_n,
+            "real_successes": t.real_successes,
+            "real_only_ci": list(t.real_only),
+            "twin_n": t.twin_n,
+            "twin_successes": t.twin_successes,
+            "pairs": t.pairs,
+            "agreement": t.agreement,
+            "estimate": t.estimate,
+            "twin_sharpened_ci": list(t.interval),
+            "width_ratio": _num(t.width_ratio),
+        }
+        for p, t in summary.twin
+    ]
 
 
 def twin_markdown(summary: CampaignSummary) -> list[str]:
@@ -227,17 +329,23 @@ def twin_markdown(summary: CampaignSummary) -> list[str]:
     lines = [f"### With the twin's help: campaign `{summary.twin_id}` (prediction-powered)", ""]
     if summary.twin_note:
         return [*lines, f"Not used: {summary.twin_note}.", ""]
-    lines += ["The twin's rate over all its trials plus the real-minus-twin difference over the paired trials (the "
-              "real trials' seeds, which the twin ran too), with exact bounds on both joined by the union bound: 95% "
-              "at every n. Width ratio below 1: the twin narrowed the interval.", "",
-              "| policy | k | real | real-only 95% (exact) | twin | pairs | agreement | estimate | with the twin 95% "
-              "| width ratio |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "The twin's rate over all its trials plus the real-minus-twin difference over the paired trials (the "
+        "real trials' seeds, which the twin ran too), with exact bounds on both joined by the union bound: 95% "
+        "at every n. Width ratio below 1: the twin narrowed the interval.",
+        "",
+        "| policy | k | real | real-only 95% (exact) | twin | pairs | agreement | estimate | with the twin 95% "
+        "| width ratio |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for row in twin_rows(summary):
         lo, hi = row["real_only_ci"]
         tlo, thi = row["twin_sharpened_ci"]
-        lines.append(f"| {row['policy']} | {row['k']} | {row['real_successes']}/{row['real_n']} | [{lo:.0%}, {hi:.0%}] "
-                     f"| {row['twin_successes']}/{row['twin_n']} | {row['pairs']} | {row['agreement']:.0%} | "
-                     f"{row['estimate']:.0%} | [{tlo:.0%}, {thi:.0%}] | {row['width_ratio']:.2f} |")
+        lines.append(
+            f"| {row['policy']} | {row['k']} | {row['real_successes']}/{row['real_n']} | [{lo:.0%}, {hi:.0%}] "
+            f"| {row['twin_successes']}/{row['twin_n']} | {row['pairs']} | {row['agreement']:.0%} | "
+            f"{row['estimate']:.0%} | [{tlo:.0%}, {thi:.0%}] | {row['width_ratio']:.2f} |"
+        )
     return [*lines, ""]
 
 
@@ -246,14 +354,20 @@ def comparison_markdown(comparisons, title: str = "") -> list[str]:
     unpaired ones (Boschloo, Newcombe's interval) their trials."""
     conf = f"{1 - comparisons[0].alpha:.0%}"
     head = [] if title else ["### Policy comparisons (p adjusted by Holm over every level and pair)", ""]
-    lines = [*head, f"| k | A | B | method | pairs (A only, B only) or trials | A - B | {conf} CI | p | Holm p | "
-             "better |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        *head,
+        f"| k | A | B | method | pairs (A only, B only) or trials | A - B | {conf} CI | p | Holm p | better |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for c in comparisons:
-        method, pairs = ("paired", f"{c.pairs} ({c.a_only}, {c.b_only})") if c.pairs else \
-            ("unpaired", f"{c.n_a} / {c.n_b} trials")
-        lines.append(f"| {c.level} | {c.a} | {c.b} | {method} | {pairs} | {c.difference:+.0%} | "
-                     f"[{c.interval[0]:+.0%}, {c.interval[1]:+.0%}] | {c.p_value:.3g} | {c.p_adjusted:.3g} | "
-                     f"{c.better or '-'} |")
+        method, pairs = (
+            ("paired", f"{c.pairs} ({c.a_only}, {c.b_only})") if c.pairs else ("unpaired", f"{c.n_a} / {c.n_b} trials")
+        )
+        lines.append(
+            f"| {c.level} | {c.a} | {c.b} | {method} | {pairs} | {c.difference:+.0%} | "
+            f"[{c.interval[0]:+.0%}, {c.interval[1]:+.0%}] | {c.p_value:.3g} | {c.p_adjusted:.3g} | "
+            f"{c.better or '-'} |"
+        )
     return [*lines, ""]
 
 
@@ -265,9 +379,16 @@ def _md_to_html(md: str, files: dict[str, Path]) -> str:
         if table:
             rows = [r for r in table if not set(r.replace("|", "").strip()) <= {"-"}]
             cells = [[c.strip() for c in r.strip().strip("|").split("|")] for r in rows]
-            out.append("<table>" + "".join(
-                "<tr>" + "".join(f"<{'th' if i == 0 else 'td'}>{_inline(c)}</{'th' if i == 0 else 'td'}>" for c in row)
-                + "</tr>" for i, row in enumerate(cells)) + "</table>")
+            out.append(
+                "<table>"
+                + "".join(
+                    "<tr>"
+                    + "".join(f"<{'th' if i == 0 else 'td'}>{_inline(c)}</{'th' if i == 0 else 'td'}>" for c in row)
+                    + "</tr>"
+                    for i, row in enumerate(cells)
+                )
+                + "</table>"
+            )
             table.clear()
 
     def _inline(text: str) -> str:
@@ -284,7 +405,7 @@ def _md_to_html(md: str, files: dict[str, Path]) -> str:
             continue
         flush()
         if line.startswith("!["):
-            name = line[line.index("(") + 1: line.rindex(")")]
+            name = line[line.index("(") + 1 : line.rindex(")")]
             data = base64.b64encode(files[name].read_bytes()).decode()
             out.append(f'<img alt="{html.escape(name)}" src="data:image/png;base64,{data}">')
         elif line.startswith("#"):
@@ -298,8 +419,9 @@ def _md_to_html(md: str, files: dict[str, Path]) -> str:
     return "\n".join(out)
 
 
-def write_report(store: ResultsStore, campaign_ids: Sequence[str], out_dir: Path,
-                 twin: str | None = None) -> ReportFiles:
+def write_report(
+    store: ResultsStore, campaign_ids: Sequence[str], out_dir: Path, twin: str | None = None
+) -> ReportFiles:
     summaries = [summarize(store, cid, twin=twin) for cid in campaign_ids]
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -327,8 +449,10 @@ def write_report(store: ResultsStore, campaign_ids: Sequence[str], out_dir: Path
     md_path = out_dir / "report.md"
     md_path.write_text(md)
     html_path = out_dir / "report.html"
-    html_path.write_text(f"<!doctype html><html><head><meta charset='utf-8'><title>IndGen report</title>"
-                         f"<style>{_CSS}</style></head><body>{_md_to_html(md, files)}</body></html>")
+    html_path.write_text(
+        f"<!doctype html><html><head><meta charset='utf-8'><title>IndGen report</title>"
+        f"<style>{_CSS}</style></head><body>{_md_to_html(md, files)}</body></html>"
+    )
     json_path = out_dir / "summary.json"
     json_path.write_text(json.dumps(summary_json(summaries), indent=2, default=str))
     for s in summaries:
@@ -346,31 +470,58 @@ def print_table(summaries: Sequence[CampaignSummary], console=None) -> None:
     console = console or Console(width=None if sys.stdout.isatty() else 120)
     for s in summaries:
         for c in s.curves:
-            table = Table(title=f"{s.record.id}: {c.policy} on '{s.record.axis}' ({s.record.world}) - {_break_text(c)}",
-                          caption=f"with a stated error: {guarantee_text(c)}; intervals: 95% {s.interval_kind}")
+            table = Table(
+                title=f"{s.record.id}: {c.policy} on '{s.record.axis}' ({s.record.world}) - {_break_text(c)}",
+                caption=f"with a stated error: {guarantee_text(c)}; intervals: 95% {s.interval_kind}",
+            )
             for col in ("k", "parameters", "n", "succ.", "rate", "95% interval", "verdict", ""):
                 table.add_column(col, justify="left" if col == "parameters" else "right")
             for row in level_rows(s, c):
                 style = "bold red" if "BREAK" in row["tags"] else ("dim" if row["n"] == 0 else "")
-                table.add_row(str(row["k"]), row["parameters"], str(row["n"]), str(row["successes"]),
-                              f"{row['rate']:.0%}", f"[{row['ci_low']:.0%}, {row['ci_high']:.0%}]", row["verdict"],
-                              row["tags"], style=style)
+                table.add_row(
+                    str(row["k"]),
+                    row["parameters"],
+                    str(row["n"]),
+                    str(row["successes"]),
+                    f"{row['rate']:.0%}",
+                    f"[{row['ci_low']:.0%}, {row['ci_high']:.0%}]",
+                    row["verdict"],
+                    row["tags"],
+                    style=style,
+                )
             console.print(table)
             if c.monotonicity is not None:
                 console.print(f"  monotonicity (black-box): {c.monotonicity.describe()}")
         if s.twin:
-            table = Table(title=f"{s.record.id} with the twin's help (campaign {s.twin_id}, prediction-powered)",
-                          caption="exact bounds on the twin's rate and the real-minus-twin difference, joined: 95% "
-                          "at every n; width ratio below 1: the twin narrowed the interval")
-            for col in ("policy", "k", "real", "real-only 95%", "twin", "agreement", "estimate", "with the twin 95%",
-                        "width ratio"):
+            table = Table(
+                title=f"{s.record.id} with the twin's help (campaign {s.twin_id}, prediction-powered)",
+                caption="exact bounds on the twin's rate and the real-minus-twin difference, joined: 95% "
+                "at every n; width ratio below 1: the twin narrowed the interval",
+            )
+            for col in (
+                "policy",
+                "k",
+                "real",
+                "real-only 95%",
+                "twin",
+                "agreement",
+                "estimate",
+                "with the twin 95%",
+                "width ratio",
+            ):
                 table.add_column(col, justify="right")
             for row in twin_rows(s):
-                table.add_row(row["policy"], str(row["k"]), f"{row['real_successes']}/{row['real_n']}",
-                              "[{:.0%}, {:.0%}]".format(*row["real_only_ci"]),
-                              f"{row['twin_successes']}/{row['twin_n']}", f"{row['agreement']:.0%}",
-                              f"{row['estimate']:.0%}", "[{:.0%}, {:.0%}]".format(*row["twin_sharpened_ci"]),
-                              f"{row['width_ratio']:.2f}")
+                table.add_row(
+                    row["policy"],
+                    str(row["k"]),
+                    f"{row['real_successes']}/{row['real_n']}",
+                    "[{:.0%}, {:.0%}]".format(*row["real_only_ci"]),
+                    f"{row['twin_successes']}/{row['twin_n']}",
+                    f"{row['agreement']:.0%}",
+                    f"{row['estimate']:.0%}",
+                    "[{:.0%}, {:.0%}]".format(*row["twin_sharpened_ci"]),
+                    f"{row['width_ratio']:.2f}",
+                )
             console.print(table)
         elif s.twin_note:
             console.print(f"  twin campaign {s.twin_id} not used: {s.twin_note}")

@@ -81,8 +81,9 @@ class ArmConfig(BaseModel):
         if any(v <= 0 for v in self.velocity_limits + self.acceleration_limits + self.torque_limits + self.max_lead):
             raise ValueError("velocity, acceleration and torque limits and max_lead must be positive")
         if not self.trajectory_topic.rstrip("/").endswith(f"{self.controller}/joint_trajectory"):
-            raise ValueError(f"trajectory_topic {self.trajectory_topic} is not {self.controller}'s "
-                             f"(<controller>/joint_trajectory)")
+            raise ValueError(
+                f"trajectory_topic {self.trajectory_topic} is not {self.controller}'s (<controller>/joint_trajectory)"
+            )
         return self
 
 
@@ -135,8 +136,10 @@ class ResetConfig(BaseModel):
     @classmethod
     def _no_moveit(cls, v):
         if v == "moveit":
-            raise ValueError("'moveit' was removed (it never ran: moveit_py needs the robot's MoveIt configuration, "
-                             "which IndGen cannot check without hardware); use 'direct'")
+            raise ValueError(
+                "'moveit' was removed (it never ran: moveit_py needs the robot's MoveIt configuration, "
+                "which IndGen cannot check without hardware); use 'direct'"
+            )
         return v
 
     @field_validator("pose")
@@ -159,8 +162,9 @@ class RecoveryConfig(BaseModel):
     controller_manager: str = "/controller_manager"
     hardware_component: str = "FrankaHardwareInterface"
     #: controllers the fault deactivated that the runner activates again
-    controllers: list[str] = Field(default_factory=lambda: ["joint_state_broadcaster", "franka_robot_state_broadcaster",
-                                                         "fr3_arm_controller"])
+    controllers: list[str] = Field(
+        default_factory=lambda: ["joint_state_broadcaster", "franka_robot_state_broadcaster", "fr3_arm_controller"]
+    )
     timeout_s: float = Field(30.0, gt=0)
 
 
@@ -169,9 +173,15 @@ class RecorderConfig(BaseModel):
     #: topic prefixes the recorder never subscribes to: high-rate streams (franka's 1 kHz
     #: broadcasters) and the cameras' other streams (the ZED wrapper computes depth, point
     #: clouds and raw images only while someone subscribes). The camera topics above are kept.
-    exclude: list[str] = Field(default_factory=lambda: ["/franka/", "/franka_robot_state_broadcaster/",
-                                                        "/dynamic_joint_states", "/robotiq/dynamic_joint_states",
-                                                        "/zed"])
+    exclude: list[str] = Field(
+        default_factory=lambda: [
+            "/franka/",
+            "/franka_robot_state_broadcaster/",
+            "/dynamic_joint_states",
+            "/robotiq/dynamic_joint_states",
+            "/zed",
+        ]
+    )
 
 
 class BringupConfig(BaseModel):
@@ -183,8 +193,9 @@ class BringupConfig(BaseModel):
     gripper_controllers: str = ""
     camera_overrides: str = ""
     #: camera name -> the ZED wrapper's camera_model (zed2, zed2i, zedm, zedx...)
-    camera_models: dict[str, str] = Field(default_factory=lambda: {"exterior_1": "zed2", "exterior_2": "zed2",
-                                                                   "wrist": "zedm"})
+    camera_models: dict[str, str] = Field(
+        default_factory=lambda: {"exterior_1": "zed2", "exterior_2": "zed2", "wrist": "zedm"}
+    )
 
 
 class ArmController(BaseModel):
@@ -227,9 +238,11 @@ class RobotConfig(BaseModel):
                 raise ValueError(f"reset pose of {self.arm.joints[i]} ({q}) is outside its limits")
         merged = self.merged_joint_states
         if merged and merged in (self.arm.state_topic, self.gripper.state_topic):
-            raise ValueError(f"{merged} is joint_state_publisher's merged topic, which keeps republishing the last "
-                             "values with fresh stamps after a fault: name each driver's own joint state topic "
-                             "(arm.state_topic, gripper.state_topic)")
+            raise ValueError(
+                f"{merged} is joint_state_publisher's merged topic, which keeps republishing the last "
+                "values with fresh stamps after a fault: name each driver's own joint state topic "
+                "(arm.state_topic, gripper.state_topic)"
+            )
         if len(set(self.arm.joints)) != DOF or self.gripper.joint in self.arm.joints:
             raise ValueError("arm.joints must be 7 distinct names and gripper.joint none of them")
         return self
@@ -275,11 +288,17 @@ def _arm_controller(path: Path, config: RobotConfig) -> ArmController:
     name = config.arm.controller
     params = _params_of(data, name)
     if params is None:
-        raise ConfigError(path, f"has no '{name}: ros__parameters:' section (the spawner reads the controller's "
-                          "type and parameters from it)")
+        raise ConfigError(
+            path,
+            f"has no '{name}: ros__parameters:' section (the spawner reads the controller's "
+            "type and parameters from it)",
+        )
     if params.get("type") != "joint_trajectory_controller/JointTrajectoryController":
-        raise ConfigError(path, f"{name}'s type must be joint_trajectory_controller/JointTrajectoryController in its "
-                          f"own ros__parameters (Jazzy's spawner reads it there), got {params.get('type')!r}")
+        raise ConfigError(
+            path,
+            f"{name}'s type must be joint_trajectory_controller/JointTrajectoryController in its "
+            f"own ros__parameters (Jazzy's spawner reads it there), got {params.get('type')!r}",
+        )
     if list(params.get("joints") or []) != list(config.arm.joints):
         raise ConfigError(path, f"{name}'s joints {params.get('joints')} are not the robot's {config.arm.joints}")
     gains, constraints = params.get("gains") or {}, params.get("constraints") or {}
@@ -289,11 +308,19 @@ def _arm_controller(path: Path, config: RobotConfig) -> ArmController:
         path_tol = [float(constraints[j]["trajectory"]) for j in config.arm.joints]
         goal_tol = [float(constraints[j].get("goal", 0.0)) for j in config.arm.joints]
     except (KeyError, TypeError, ValueError) as exc:
-        raise ConfigError(path, f"{name} needs gains.<joint>.p and constraints.<joint>.trajectory for every arm joint "
-                          f"(missing or not a number: {exc})") from None
-    return ArmController(p=p, d=d, path_tolerance=path_tol, goal_tolerance=goal_tol,
-                         goal_time=float(constraints.get("goal_time", 0.0)),
-                         interpolate_from_desired_state=bool(params.get("interpolate_from_desired_state", False)))
+        raise ConfigError(
+            path,
+            f"{name} needs gains.<joint>.p and constraints.<joint>.trajectory for every arm joint "
+            f"(missing or not a number: {exc})",
+        ) from None
+    return ArmController(
+        p=p,
+        d=d,
+        path_tolerance=path_tol,
+        goal_tolerance=goal_tol,
+        goal_time=float(constraints.get("goal_time", 0.0)),
+        interpolate_from_desired_state=bool(params.get("interpolate_from_desired_state", False)),
+    )
 
 
 def _check_lead(path: Path, config: RobotConfig) -> None:
@@ -302,11 +329,17 @@ def _check_lead(path: Path, config: RobotConfig) -> None:
     budget = arm.lead_torque_fraction * np.asarray(arm.torque_limits)
     worst = int(np.argmax(torques / budget))
     if torques[worst] > budget[worst] + 1e-9:
-        raise ConfigError(path, f"{arm.joints[worst]}: p {ctl.p[worst]:g} x max_lead {arm.max_lead[worst]:g} rad = "
-                          f"{torques[worst]:.1f} Nm exceeds {arm.lead_torque_fraction:g} of its torque limit "
-                          f"({budget[worst]:.1f} Nm); lower the gain or max_lead")
+        raise ConfigError(
+            path,
+            f"{arm.joints[worst]}: p {ctl.p[worst]:g} x max_lead {arm.max_lead[worst]:g} rad = "
+            f"{torques[worst]:.1f} Nm exceeds {arm.lead_torque_fraction:g} of its torque limit "
+            f"({budget[worst]:.1f} Nm); lower the gain or max_lead",
+        )
     for i, joint in enumerate(arm.joints):
         if not 0 < ctl.path_tolerance[i] <= arm.max_lead[i] + 1e-9:
-            raise ConfigError(path, f"{arm.controller}'s path tolerance for {joint} ({ctl.path_tolerance[i]:g}) must "
-                              f"be positive and at most max_lead ({arm.max_lead[i]:g}): the controller itself holds "
-                              "the arm on a violation")
+            raise ConfigError(
+                path,
+                f"{arm.controller}'s path tolerance for {joint} ({ctl.path_tolerance[i]:g}) must "
+                f"be positive and at most max_lead ({arm.max_lead[i]:g}): the controller itself holds "
+                "the arm on a violation",
+            )

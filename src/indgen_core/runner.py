@@ -78,12 +78,19 @@ def next_trial(store: ResultsStore, record, rule) -> tuple[PlannedTrial | None, 
     return None, skipped
 
 
-def run_campaign(store: ResultsStore, campaign_id: str, execute: Executor, progress: Progress | None = None,
-                 max_consecutive_aborts: int = 5, abort_backoff_s: float = 1.0,
-                 commit: Callable[[TrialResult], bool] | None = None,
-                 should_stop: Callable[[], bool] | None = None,
-                 on_wait: Callable[[str, float], None] | None = None,
-                 max_aborts_per_trial: int = 0, blind_view: bool = False) -> RunSummary:
+def run_campaign(
+    store: ResultsStore,
+    campaign_id: str,
+    execute: Executor,
+    progress: Progress | None = None,
+    max_consecutive_aborts: int = 5,
+    abort_backoff_s: float = 1.0,
+    commit: Callable[[TrialResult], bool] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    on_wait: Callable[[str, float], None] | None = None,
+    max_aborts_per_trial: int = 0,
+    blind_view: bool = False,
+) -> RunSummary:
     """Run the pending trials in plan order until none is left (or `should_stop()`).
 
     `commit(result)` records a result and says whether it was final (default: straight into
@@ -132,14 +139,18 @@ def run_campaign(store: ResultsStore, campaign_id: str, execute: Executor, progr
         aborts += 1
         trial_aborts[trial.trial_id] = trial_aborts.get(trial.trial_id, 0) + 1
         if max_aborts_per_trial and trial_aborts[trial.trial_id] >= max_aborts_per_trial:
-            message = (f"trial {trial.trial_id} was aborted {max_aborts_per_trial} times, the last because "
-                       f"{result.reason}; fix the cause and resume the campaign ({campaign_id})")
+            message = (
+                f"trial {trial.trial_id} was aborted {max_aborts_per_trial} times, the last because "
+                f"{result.reason}; fix the cause and resume the campaign ({campaign_id})"
+            )
             store.set_status(campaign_id, "waiting", message)
             raise TooManyAborts(f"campaign '{campaign_id}' stopped: {message}")
         if max_consecutive_aborts and aborts >= max_consecutive_aborts:
             store.set_status(campaign_id, "waiting", f"{aborts} aborted attempts in a row: {result.reason}")
-            raise TooManyAborts(f"campaign '{campaign_id}' stopped after {aborts} aborted attempts in a row "
-                                f"({result.reason}); fix the cause and run `indgen campaign resume {campaign_id}`")
+            raise TooManyAborts(
+                f"campaign '{campaign_id}' stopped after {aborts} aborted attempts in a row "
+                f"({result.reason}); fix the cause and run `indgen campaign resume {campaign_id}`"
+            )
         delay = abort_backoff_s * min(2 ** (aborts - 1), 30)
         if on_wait is not None:
             on_wait(result.reason, delay)
@@ -156,8 +167,9 @@ def _sleep_unless(should_stop: Callable[[], bool], seconds: float) -> None:
         time.sleep(min(0.05, max(deadline - time.monotonic(), 0)))
 
 
-def run_campaign_batched(store: ResultsStore, campaign_id: str, execute_batch: BatchExecutor,
-                         progress: Progress | None = None) -> RunSummary:
+def run_campaign_batched(
+    store: ResultsStore, campaign_id: str, execute_batch: BatchExecutor, progress: Progress | None = None
+) -> RunSummary:
     """Run the pending trials one (policy, level) group at a time through a batch executor
     (many episodes stepped together), committing every result as it comes. Outcomes do not
     depend on the grouping: each trial's episode is fixed by its seed. The adaptive rule is

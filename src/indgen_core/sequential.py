@@ -41,8 +41,14 @@ def _log_e(s, f, p0: float, side: str, prior: tuple[float, float] = PRIOR):
     a, b = prior
     tail = special.betaincc if side == UPPER else special.betainc
     with np.errstate(divide="ignore"):
-        return (special.betaln(a + s, b + f) - special.betaln(a, b) + np.log(tail(a + s, b + f, p0))
-                - np.log(tail(a, b, p0)) - s * np.log(p0) - f * np.log1p(-p0))
+        return (
+            special.betaln(a + s, b + f)
+            - special.betaln(a, b)
+            + np.log(tail(a + s, b + f, p0))
+            - np.log(tail(a, b, p0))
+            - s * np.log(p0)
+            - f * np.log1p(-p0)
+        )
 
 
 def log_evidence(successes: int, n: int, p0: float, side: str, prior: tuple[float, float] = PRIOR) -> float:
@@ -129,16 +135,21 @@ def boundaries(threshold: float, max_trials: int, confidence: float = 0.95) -> t
         return hi
 
     held = edge(UPPER)
-    held = np.where((held <= n) & (_log_e(np.minimum(held, n), n - np.minimum(held, n), threshold, UPPER)
-                                   >= target), held, n + 1)
+    held = np.where(
+        (held <= n) & (_log_e(np.minimum(held, n), n - np.minimum(held, n), threshold, UPPER) >= target), held, n + 1
+    )
     broken = edge(LOWER)
-    broken = np.where((broken >= 0) & (_log_e(np.maximum(broken, 0), n - np.maximum(broken, 0), threshold,
-                                                LOWER) >= target), broken, -1)
+    broken = np.where(
+        (broken >= 0) & (_log_e(np.maximum(broken, 0), n - np.maximum(broken, 0), threshold, LOWER) >= target),
+        broken,
+        -1,
+    )
     return held, broken
 
 
-def first_decision(outcomes, threshold: float, confidence: float = 0.95,
-                   max_trials: int | None = None) -> tuple[str, int]:
+def first_decision(
+    outcomes, threshold: float, confidence: float = 0.95, max_trials: int | None = None
+) -> tuple[str, int]:
     """(verdict, trials used) of the rule that looks after every trial and stops at the first
     claim, over `outcomes` (0/1, in the planned order); undecided after all of them (or
     max_trials) otherwise."""
@@ -146,8 +157,9 @@ def first_decision(outcomes, threshold: float, confidence: float = 0.95,
     return verdicts[0], int(used[0])
 
 
-def first_decisions(outcomes: np.ndarray, threshold: float, confidence: float = 0.95,
-                    edges: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[list[str], np.ndarray]:
+def first_decisions(
+    outcomes: np.ndarray, threshold: float, confidence: float = 0.95, edges: tuple[np.ndarray, np.ndarray] | None = None
+) -> tuple[list[str], np.ndarray]:
     """first_decision for many runs at once: `outcomes` is runs x trials (0/1). The planner and
     bench/stats_coverage.py simulate the rule with it; `edges` reuses `boundaries`."""
     runs, cap = outcomes.shape

@@ -172,8 +172,11 @@ class SideGuarantee:
 
     def describe(self) -> str:
         conf = 1 - 2 * self.alpha_each
-        held = (f"held at every level through k={self.held_through}" if self.held_through is not None
-                else "not shown held even in distribution")
+        held = (
+            f"held at every level through k={self.held_through}"
+            if self.held_through is not None
+            else "not shown held even in distribution"
+        )
         if self.broken_at is not None:
             broken = f"broken at k={self.broken_at}"
         elif self.next_level is not None:
@@ -183,8 +186,9 @@ class SideGuarantee:
         return f"{held}; {broken} ({conf:.0%} for both claims on this side)"
 
 
-def guarantee(levels: Sequence[LevelStat], threshold: float = DEFAULT_THRESHOLD,
-              confidence: float = DEFAULT_CONFIDENCE) -> dict[int, SideGuarantee]:
+def guarantee(
+    levels: Sequence[LevelStat], threshold: float = DEFAULT_THRESHOLD, confidence: float = DEFAULT_CONFIDENCE
+) -> dict[int, SideGuarantee]:
     """Per side of the axis, "held at every level through k*" and "broken at k", with a
     family-wise guarantee: alpha = 1 - confidence is split between the two claims (alpha/2
     each). Held: fixed-sequence testing (Maurer, Hothorn and Lehmacher 1995) from the
@@ -207,11 +211,11 @@ def guarantee(levels: Sequence[LevelStat], threshold: float = DEFAULT_THRESHOLD,
             next_level = s
             break
         broken = None
-        if next_level is not None and shows(next_level.successes, next_level.n, threshold, sequential.LOWER,
-                                            alpha_each, next_level.anytime):
+        if next_level is not None and shows(
+            next_level.successes, next_level.n, threshold, sequential.LOWER, alpha_each, next_level.anytime
+        ):
             broken = next_level.level
-        out[side] = SideGuarantee(side, held, broken, next_level.level if next_level is not None else None,
-                                  alpha_each)
+        out[side] = SideGuarantee(side, held, broken, next_level.level if next_level is not None else None, alpha_each)
     return out
 
 

@@ -210,8 +210,9 @@ class ResultsStore:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise StoreError(f"cannot create the folder of the results store {self.path}: "
-                             f"{exc.strerror or exc}") from None
+            raise StoreError(
+                f"cannot create the folder of the results store {self.path}: {exc.strerror or exc}"
+            ) from None
         new = not self.path.exists()
         try:
             self._db = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None, check_same_thread=False)
@@ -223,7 +224,8 @@ class ResultsStore:
             self._db.execute("PRAGMA foreign_keys=ON")
             self._db.execute("PRAGMA busy_timeout=60000")
             self._db.executescript(
-                "BEGIN IMMEDIATE;" + SCHEMA
+                "BEGIN IMMEDIATE;"
+                + SCHEMA
                 + f"INSERT OR IGNORE INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}'); COMMIT;"
             )
         except sqlite3.DatabaseError as exc:
@@ -267,11 +269,24 @@ class ResultsStore:
                 raise StoreError(f"campaign '{record.id}' already exists in {self.path}; resume it instead")
             db.execute(
                 "INSERT INTO campaigns VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (record.id, record.name, record.axis, record.world, record.purpose, record.group_name,
-                 record.order_mode, record.seed, json.dumps(record.config, sort_keys=True),
-                 json.dumps(record.axis_snapshot, sort_keys=True), json.dumps(record.protocol, sort_keys=True),
-                 int(record.override_uncertified), record.override_reason, record.status, record.created_at,
-                 record.updated_at),
+                (
+                    record.id,
+                    record.name,
+                    record.axis,
+                    record.world,
+                    record.purpose,
+                    record.group_name,
+                    record.order_mode,
+                    record.seed,
+                    json.dumps(record.config, sort_keys=True),
+                    json.dumps(record.axis_snapshot, sort_keys=True),
+                    json.dumps(record.protocol, sort_keys=True),
+                    int(record.override_uncertified),
+                    record.override_reason,
+                    record.status,
+                    record.created_at,
+                    record.updated_at,
+                ),
             )
             db.executemany(
                 "INSERT INTO trials (campaign_id, trial_id, policy, level, trial_index, seed, order_idx) "
@@ -301,8 +316,9 @@ class ResultsStore:
             return None
         with self._tx() as db:
             db.execute("INSERT OR IGNORE INTO campaign_keys VALUES (?, ?)", (campaign_id, auth.new_key()))
-        return bytes(self._db.execute("SELECT key FROM campaign_keys WHERE campaign_id=?",
-                                      (campaign_id,)).fetchone()[0])
+        return bytes(
+            self._db.execute("SELECT key FROM campaign_keys WHERE campaign_id=?", (campaign_id,)).fetchone()[0]
+        )
 
     def has_campaign(self, campaign_id: str) -> bool:
         return self._db.execute("SELECT 1 FROM campaigns WHERE id=?", (campaign_id,)).fetchone() is not None
@@ -310,11 +326,21 @@ class ResultsStore:
     @staticmethod
     def _campaign(row: sqlite3.Row) -> CampaignRecord:
         return CampaignRecord(
-            id=row["id"], name=row["name"], axis=row["axis"], world=row["world"], purpose=row["purpose"],
-            group_name=row["group_name"], order_mode=row["order_mode"], seed=row["seed"],
-            config=json.loads(row["config_json"]), axis_snapshot=json.loads(row["axis_json"]),
-            protocol=json.loads(row["protocol_json"]), override_uncertified=bool(row["override_uncertified"]),
-            override_reason=row["override_reason"], status=row["status"], created_at=row["created_at"],
+            id=row["id"],
+            name=row["name"],
+            axis=row["axis"],
+            world=row["world"],
+            purpose=row["purpose"],
+            group_name=row["group_name"],
+            order_mode=row["order_mode"],
+            seed=row["seed"],
+            config=json.loads(row["config_json"]),
+            axis_snapshot=json.loads(row["axis_json"]),
+            protocol=json.loads(row["protocol_json"]),
+            override_uncertified=bool(row["override_uncertified"]),
+            override_reason=row["override_reason"],
+            status=row["status"],
+            created_at=row["created_at"],
             updated_at=row["updated_at"],
         )
 
@@ -334,19 +360,25 @@ class ResultsStore:
     def pending_trials(self, campaign_id: str) -> list[PlannedTrial]:
         rows = self._db.execute(
             "SELECT trial_id, policy, level, trial_index, seed, order_idx FROM trials "
-            "WHERE campaign_id=? AND status='pending' ORDER BY order_idx", (campaign_id,))
+            "WHERE campaign_id=? AND status='pending' ORDER BY order_idx",
+            (campaign_id,),
+        )
         return [PlannedTrial(*r) for r in rows]
 
     def planned_trials(self, campaign_id: str) -> list[PlannedTrial]:
         rows = self._db.execute(
             "SELECT trial_id, policy, level, trial_index, seed, order_idx FROM trials "
-            "WHERE campaign_id=? ORDER BY order_idx", (campaign_id,))
+            "WHERE campaign_id=? ORDER BY order_idx",
+            (campaign_id,),
+        )
         return [PlannedTrial(*r) for r in rows]
 
     def trial(self, campaign_id: str, trial_id: str) -> PlannedTrial:
         row = self._db.execute(
             "SELECT trial_id, policy, level, trial_index, seed, order_idx FROM trials "
-            "WHERE campaign_id=? AND trial_id=?", (campaign_id, trial_id)).fetchone()
+            "WHERE campaign_id=? AND trial_id=?",
+            (campaign_id, trial_id),
+        ).fetchone()
         if row is None:
             raise StoreError(f"campaign '{campaign_id}' has no trial '{trial_id}'")
         return PlannedTrial(*row)
@@ -360,55 +392,96 @@ class ResultsStore:
         outcome = Outcome.parse(result.outcome)
         now = time.time()
         with self._tx() as db:
-            row = db.execute("SELECT status FROM trials WHERE campaign_id=? AND trial_id=?",
-                             (campaign_id, result.trial_id)).fetchone()
+            row = db.execute(
+                "SELECT status FROM trials WHERE campaign_id=? AND trial_id=?", (campaign_id, result.trial_id)
+            ).fetchone()
             if row is None:
                 raise StoreError(f"campaign '{campaign_id}' has no trial '{result.trial_id}'")
             if row["status"] == "done":
-                raise DuplicateResult(f"trial '{result.trial_id}' of campaign '{campaign_id}' already has a result; "
-                                      "the new one was not counted")
-            db.execute("INSERT INTO attempts (campaign_id, trial_id, outcome, reason, recorded_at) VALUES (?,?,?,?,?)",
-                       (campaign_id, result.trial_id, outcome.name.lower(), result.reason, now))
+                raise DuplicateResult(
+                    f"trial '{result.trial_id}' of campaign '{campaign_id}' already has a result; "
+                    "the new one was not counted"
+                )
+            db.execute(
+                "INSERT INTO attempts (campaign_id, trial_id, outcome, reason, recorded_at) VALUES (?,?,?,?,?)",
+                (campaign_id, result.trial_id, outcome.name.lower(), result.reason, now),
+            )
             if outcome is Outcome.SUPERSEDED:
                 self._label(db, campaign_id, result, "superseded", now)
             # every attempt's files, an aborted one's too: a world saves a level's image once,
             # with whichever attempt came first, and the video of an aborted attempt shows why
             for path in result.artifacts:
-                db.execute("INSERT INTO artifacts (campaign_id, trial_id, level, kind, path, created_at) "
-                           "SELECT ?, ?, level, ?, ?, ? FROM trials WHERE campaign_id=? AND trial_id=?",
-                           (campaign_id, result.trial_id, _artifact_kind(path), path, now, campaign_id,
-                            result.trial_id))
+                db.execute(
+                    "INSERT INTO artifacts (campaign_id, trial_id, level, kind, path, created_at) "
+                    "SELECT ?, ?, level, ?, ?, ? FROM trials WHERE campaign_id=? AND trial_id=?",
+                    (campaign_id, result.trial_id, _artifact_kind(path), path, now, campaign_id, result.trial_id),
+                )
             if not outcome.final:
                 return False
             if outcome is Outcome.SKIPPED:
-                db.execute("UPDATE trials SET status='skipped', skip_reason=? WHERE campaign_id=? AND trial_id=?",
-                           (result.reason, campaign_id, result.trial_id))
+                db.execute(
+                    "UPDATE trials SET status='skipped', skip_reason=? WHERE campaign_id=? AND trial_id=?",
+                    (result.reason, campaign_id, result.trial_id),
+                )
                 return True
             if Source(result.source) is Source.OPERATOR:
                 self._label(db, campaign_id, result, "label", now)
             db.execute(
                 "INSERT INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (campaign_id, result.trial_id, outcome.name.lower(), result.reason, float(result.partial_score),
-                 int(result.steps), float(result.duration_s), float(result.wall_time_s),
-                 Source(result.source).name.lower(), json.dumps(result.details, sort_keys=True, default=str), now),
+                (
+                    campaign_id,
+                    result.trial_id,
+                    outcome.name.lower(),
+                    result.reason,
+                    float(result.partial_score),
+                    int(result.steps),
+                    float(result.duration_s),
+                    float(result.wall_time_s),
+                    Source(result.source).name.lower(),
+                    json.dumps(result.details, sort_keys=True, default=str),
+                    now,
+                ),
             )
-            db.execute("UPDATE trials SET status='done' WHERE campaign_id=? AND trial_id=?",
-                       (campaign_id, result.trial_id))
+            db.execute(
+                "UPDATE trials SET status='done' WHERE campaign_id=? AND trial_id=?", (campaign_id, result.trial_id)
+            )
             db.execute("UPDATE campaigns SET updated_at=? WHERE id=?", (now, campaign_id))
         return True
 
     @staticmethod
     def _label(db, campaign_id: str, result: TrialResult, kind: str, now: float, previous: str = "") -> None:
         details = result.details or {}
-        outcome = details.get("label", Outcome.parse(result.outcome).name.lower()) if kind == "superseded" else \
-            Outcome.parse(result.outcome).name.lower()
-        db.execute("INSERT INTO labels (campaign_id, trial_id, kind, outcome, partial_score, operator, note, previous, "
-                   "at) VALUES (?,?,?,?,?,?,?,?,?)",
-                   (campaign_id, result.trial_id, kind, outcome, float(result.partial_score),
-                    str(details.get("operator", "")), str(details.get("note", "")), previous, now))
+        outcome = (
+            details.get("label", Outcome.parse(result.outcome).name.lower())
+            if kind == "superseded"
+            else Outcome.parse(result.outcome).name.lower()
+        )
+        db.execute(
+            "INSERT INTO labels (campaign_id, trial_id, kind, outcome, partial_score, operator, note, previous, "
+            "at) VALUES (?,?,?,?,?,?,?,?,?)",
+            (
+                campaign_id,
+                result.trial_id,
+                kind,
+                outcome,
+                float(result.partial_score),
+                str(details.get("operator", "")),
+                str(details.get("note", "")),
+                previous,
+                now,
+            ),
+        )
 
-    def relabel(self, campaign_id: str, trial_id: str, outcome: Outcome, partial_score: float, operator: str,
-                note: str, ref: str = "") -> str:
+    def relabel(
+        self,
+        campaign_id: str,
+        trial_id: str,
+        outcome: Outcome,
+        partial_score: float,
+        operator: str,
+        note: str,
+        ref: str = "",
+    ) -> str:
         """A new operator label for a trial that has its final result: the result takes it,
         the old label stays in the history. Returns the outcome it replaced. A relabel whose
         `ref` is already in the history (the same request resent) changes nothing."""
@@ -418,23 +491,39 @@ class ResultsStore:
         now = time.time()
         with self._tx() as db:
             if ref:
-                seen = db.execute("SELECT previous FROM labels WHERE campaign_id=? AND ref=?",
-                                  (campaign_id, ref)).fetchone()
+                seen = db.execute(
+                    "SELECT previous FROM labels WHERE campaign_id=? AND ref=?", (campaign_id, ref)
+                ).fetchone()
                 if seen is not None:
                     return seen["previous"]
-            row = db.execute("SELECT outcome FROM results WHERE campaign_id=? AND trial_id=?",
-                             (campaign_id, trial_id)).fetchone()
+            row = db.execute(
+                "SELECT outcome FROM results WHERE campaign_id=? AND trial_id=?", (campaign_id, trial_id)
+            ).fetchone()
             if row is None:
                 raise StoreError(f"trial '{trial_id}' of campaign '{campaign_id}' has no result to relabel")
             reason = f"relabelled {outcome.name.lower()} by {operator or 'the operator'}"
             reason += f": {note}" if note else ""
-            db.execute("UPDATE results SET outcome=?, partial_score=?, reason=?, source='operator' WHERE "
-                       "campaign_id=? AND trial_id=?", (outcome.name.lower(), float(partial_score), reason,
-                                                       campaign_id, trial_id))
-            db.execute("INSERT INTO labels (campaign_id, trial_id, kind, outcome, partial_score, operator, note, "
-                       "previous, ref, at) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                       (campaign_id, trial_id, "relabel", outcome.name.lower(), float(partial_score), operator,
-                        note, row["outcome"], ref, now))
+            db.execute(
+                "UPDATE results SET outcome=?, partial_score=?, reason=?, source='operator' WHERE "
+                "campaign_id=? AND trial_id=?",
+                (outcome.name.lower(), float(partial_score), reason, campaign_id, trial_id),
+            )
+            db.execute(
+                "INSERT INTO labels (campaign_id, trial_id, kind, outcome, partial_score, operator, note, "
+                "previous, ref, at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (
+                    campaign_id,
+                    trial_id,
+                    "relabel",
+                    outcome.name.lower(),
+                    float(partial_score),
+                    operator,
+                    note,
+                    row["outcome"],
+                    ref,
+                    now,
+                ),
+            )
             db.execute("UPDATE campaigns SET updated_at=? WHERE id=?", (now, campaign_id))
         return row["outcome"]
 
@@ -454,13 +543,17 @@ class ResultsStore:
 
     def attempt_count(self, campaign_id: str, trial_id: str) -> int:
         """How many results (aborted ones included) were recorded for a trial."""
-        return self._db.execute("SELECT COUNT(*) FROM attempts WHERE campaign_id=? AND trial_id=?",
-                                (campaign_id, trial_id)).fetchone()[0]
+        return self._db.execute(
+            "SELECT COUNT(*) FROM attempts WHERE campaign_id=? AND trial_id=?", (campaign_id, trial_id)
+        ).fetchone()[0]
 
     def skip_trial(self, campaign_id: str, trial_id: str, reason: str) -> None:
         with self._tx() as db:
-            db.execute("UPDATE trials SET status='skipped', skip_reason=? WHERE campaign_id=? AND trial_id=? "
-                       "AND status='pending'", (reason, campaign_id, trial_id))
+            db.execute(
+                "UPDATE trials SET status='skipped', skip_reason=? WHERE campaign_id=? AND trial_id=? "
+                "AND status='pending'",
+                (reason, campaign_id, trial_id),
+            )
 
     def rows(self, campaign_id: str) -> list[TrialRow]:
         query = """
@@ -483,8 +576,16 @@ class ResultsStore:
         """(policy, level) -> counts of each final outcome, planned, pending and skipped trials."""
         out: dict[tuple[str, int], dict[str, int]] = {}
         for row in self.rows(campaign_id):
-            c = out.setdefault((row.policy, row.level), {"planned": 0, "pending": 0, "skipped": 0, "aborted": 0,
-                                                         **{o.name.lower(): 0 for o in Outcome if o.final}})
+            c = out.setdefault(
+                (row.policy, row.level),
+                {
+                    "planned": 0,
+                    "pending": 0,
+                    "skipped": 0,
+                    "aborted": 0,
+                    **{o.name.lower(): 0 for o in Outcome if o.final},
+                },
+            )
             c["planned"] += 1
             c["aborted"] += row.aborted_attempts
             if row.status == "pending":
@@ -529,16 +630,27 @@ class ResultsStore:
         person building the real scene), or None."""
         row = self._db.execute(
             "SELECT a.path FROM artifacts a JOIN campaigns c ON c.id=a.campaign_id WHERE a.kind='level_image' "
-            "AND c.axis=? AND a.level=? ORDER BY a.id DESC LIMIT 1", (axis, level)).fetchone()
+            "AND c.axis=? AND a.level=? ORDER BY a.id DESC LIMIT 1",
+            (axis, level),
+        ).fetchone()
         return row[0] if row else None
 
     # -- artifacts, certificates, events -----------------------------------------------------
-    def add_artifact(self, campaign_id: str, kind: str, path: str, trial_id: str = "", level: int | None = None,
-                     details: dict[str, Any] | None = None):
+    def add_artifact(
+        self,
+        campaign_id: str,
+        kind: str,
+        path: str,
+        trial_id: str = "",
+        level: int | None = None,
+        details: dict[str, Any] | None = None,
+    ):
         with self._tx() as db:
-            db.execute("INSERT INTO artifacts (campaign_id, trial_id, level, kind, path, created_at, details_json) "
-                       "VALUES (?,?,?,?,?,?,?)", (campaign_id, trial_id, level, kind, str(path), time.time(),
-                                                  json.dumps(details or {}, sort_keys=True)))
+            db.execute(
+                "INSERT INTO artifacts (campaign_id, trial_id, level, kind, path, created_at, details_json) "
+                "VALUES (?,?,?,?,?,?,?)",
+                (campaign_id, trial_id, level, kind, str(path), time.time(), json.dumps(details or {}, sort_keys=True)),
+            )
 
     def artifacts(self, campaign_id: str, kind: str | None = None) -> list[dict[str, Any]]:
         rows = self._artifact_rows(campaign_id, kind)
@@ -554,17 +666,43 @@ class ResultsStore:
             args += (kind,)
         return [dict(r) for r in self._db.execute(q + " ORDER BY id", args)]
 
-    def add_certificate(self, key: str, world: str, axis: str, level: int, parameters: list, options: dict,
-                        policy: str, n: int, successes: int, campaign_id: str) -> None:
+    def add_certificate(
+        self,
+        key: str,
+        world: str,
+        axis: str,
+        level: int,
+        parameters: list,
+        options: dict,
+        policy: str,
+        n: int,
+        successes: int,
+        campaign_id: str,
+    ) -> None:
         with self._tx() as db:
-            db.execute("INSERT OR REPLACE INTO certificates VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                       (key, world, axis, level, json.dumps(parameters), json.dumps(options, sort_keys=True),
-                        policy, n, successes, campaign_id, time.time()))
+            db.execute(
+                "INSERT OR REPLACE INTO certificates VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    key,
+                    world,
+                    axis,
+                    level,
+                    json.dumps(parameters),
+                    json.dumps(options, sort_keys=True),
+                    policy,
+                    n,
+                    successes,
+                    campaign_id,
+                    time.time(),
+                ),
+            )
 
     def certificate(self, key: str) -> dict[str, Any] | None:
         """The strongest certificate (most successes) recorded for `key`, or None."""
-        row = self._db.execute("SELECT * FROM certificates WHERE key=? AND successes > 0 "
-                               "ORDER BY successes DESC, created_at DESC LIMIT 1", (key,)).fetchone()
+        row = self._db.execute(
+            "SELECT * FROM certificates WHERE key=? AND successes > 0 ORDER BY successes DESC, created_at DESC LIMIT 1",
+            (key,),
+        ).fetchone()
         return dict(row) if row else None
 
     def certificates(self, world: str | None = None, axis: str | None = None) -> list[dict[str, Any]]:
@@ -582,13 +720,19 @@ class ResultsStore:
             self._event(db, campaign_id, kind, message)
 
     def events(self, campaign_id: str) -> list[dict[str, Any]]:
-        return [dict(r) for r in self._db.execute(
-            "SELECT at, kind, message FROM events WHERE campaign_id=? ORDER BY id", (campaign_id,))]
+        return [
+            dict(r)
+            for r in self._db.execute(
+                "SELECT at, kind, message FROM events WHERE campaign_id=? ORDER BY id", (campaign_id,)
+            )
+        ]
 
     @staticmethod
     def _event(db: sqlite3.Connection, campaign_id: str, kind: str, message: str) -> None:
-        db.execute("INSERT INTO events (campaign_id, at, kind, message) VALUES (?,?,?,?)",
-                   (campaign_id, time.time(), kind, message))
+        db.execute(
+            "INSERT INTO events (campaign_id, at, kind, message) VALUES (?,?,?,?)",
+            (campaign_id, time.time(), kind, message),
+        )
 
     # -- export ------------------------------------------------------------------------------
     def export(self, campaign_id: str, path: Path, fmt: str) -> Path:
@@ -603,8 +747,12 @@ class ResultsStore:
                 writer.writerows(rows)
         elif fmt == "json":
             c = self.campaign(campaign_id)
-            doc = {"campaign": dataclasses.asdict(c), "trials": rows,
-                   "events": self.events(campaign_id), "artifacts": self.artifacts(campaign_id)}
+            doc = {
+                "campaign": dataclasses.asdict(c),
+                "trials": rows,
+                "events": self.events(campaign_id),
+                "artifacts": self.artifacts(campaign_id),
+            }
             path.write_text(json.dumps(doc, indent=2, sort_keys=True, default=str))
         else:
             raise StoreError(f"unknown export format '{fmt}'; expected csv or json")

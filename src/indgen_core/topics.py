@@ -45,6 +45,7 @@ END_EPISODE = "/indgen/end_episode"  # std_srvs/Trigger
 def camera_topic(camera: str) -> str:
     return f"/cameras/{camera}/image_raw"
 
+
 # LIBERO (simulation only): the end-effector pose the OSC controller acts on, its command
 LIBERO_EEF_POSE = "/libero/eef_pose"
 LIBERO_OSC_COMMAND = "/libero/osc_command"

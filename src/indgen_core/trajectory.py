@@ -36,8 +36,15 @@ class Trajectory:
         self.times = np.array(times)
         self.q = np.vstack([np.asarray(q0, float), *(np.asarray(p.positions, float) for p in points)])
         cubic = [p.velocities is not None for p in points]
-        self.dq = np.vstack([np.asarray(dq0, float), *(np.asarray(p.velocities, float) if p.velocities is not None
-                                                         else np.zeros_like(self.q[0]) for p in points)])
+        self.dq = np.vstack(
+            [
+                np.asarray(dq0, float),
+                *(
+                    np.asarray(p.velocities, float) if p.velocities is not None else np.zeros_like(self.q[0])
+                    for p in points
+                ),
+            ]
+        )
         self.cubic = np.array(cubic)
         self._coefficients: list[tuple | None] = [None] * len(points)
 
@@ -65,8 +72,12 @@ class Trajectory:
                 self._coefficients[i] = (q0, (q1 - q0) / h, zero, zero)
             else:
                 v0, v1 = self.dq[i], self.dq[i + 1]
-                self._coefficients[i] = (q0, v0, (3 * (q1 - q0) - (2 * v0 + v1) * h) / h**2,
-                                         (2 * (q0 - q1) + (v0 + v1) * h) / h**3)
+                self._coefficients[i] = (
+                    q0,
+                    v0,
+                    (3 * (q1 - q0) - (2 * v0 + v1) * h) / h**2,
+                    (2 * (q0 - q1) + (v0 + v1) * h) / h**3,
+                )
         return self._coefficients[i]
 
     def sample(self, now: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

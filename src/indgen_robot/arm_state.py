@@ -42,8 +42,9 @@ class BadJointState(ValueError):
     """A joint state message that cannot be used (a joint missing, NaN, mismatched arrays)."""
 
 
-def pick(names: Sequence[str], positions: Sequence[float], velocities: Sequence[float],
-         wanted: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+def pick(
+    names: Sequence[str], positions: Sequence[float], velocities: Sequence[float], wanted: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
     """The wanted joints' positions and velocities from a JointState's arrays, in `wanted`'s
     order whatever the message's; BadJointState when one is missing or not finite."""
     index = {n: i for i, n in enumerate(names)}
@@ -51,8 +52,9 @@ def pick(names: Sequence[str], positions: Sequence[float], velocities: Sequence[
     if missing:
         raise BadJointState(f"joint state lacks {', '.join(missing)}")
     if len(positions) != len(names) or (len(velocities) and len(velocities) != len(names)):
-        raise BadJointState(f"joint state has {len(names)} names, {len(positions)} positions and "
-                            f"{len(velocities)} velocities")
+        raise BadJointState(
+            f"joint state has {len(names)} names, {len(positions)} positions and {len(velocities)} velocities"
+        )
     q = np.array([positions[index[n]] for n in wanted], dtype=np.float64)
     dq = np.array([velocities[index[n]] for n in wanted], dtype=np.float64) if len(velocities) else np.zeros(len(q))
     if not (np.all(np.isfinite(q)) and np.all(np.isfinite(dq))):
@@ -87,12 +89,16 @@ class ClockCheck:
             return None
         offset = self.offset
         if offset < -self.tolerance_s:
-            return (f"{source} is stamped {-offset:.3f} s ahead of this computer's clock: synchronise the clocks "
-                    "(chrony or PTP); every age check would be wrong by that much")
+            return (
+                f"{source} is stamped {-offset:.3f} s ahead of this computer's clock: synchronise the clocks "
+                "(chrony or PTP); every age check would be wrong by that much"
+            )
         if offset > max_age:
-            return (f"{source} arrives at least {offset:.3f} s after its stamps, more than its age limit "
-                    f"({max_age:g} s): the clocks disagree or the link is that slow; synchronise the clocks (chrony "
-                    "or PTP) before running")
+            return (
+                f"{source} arrives at least {offset:.3f} s after its stamps, more than its age limit "
+                f"({max_age:g} s): the clocks disagree or the link is that slow; synchronise the clocks (chrony "
+                "or PTP) before running"
+            )
         return None
 
 
@@ -100,8 +106,15 @@ class StateSource:
     """The latest sample of one joint-state topic, its age by stamp, and the last second of
     samples (what the stop classification looks at)."""
 
-    def __init__(self, name: str, joints: Sequence[str], max_age_s: float, clock_tolerance_s: float,
-                 clock: Callable[[], float] = time.time, keep_s: float = 1.0):
+    def __init__(
+        self,
+        name: str,
+        joints: Sequence[str],
+        max_age_s: float,
+        clock_tolerance_s: float,
+        clock: Callable[[], float] = time.time,
+        keep_s: float = 1.0,
+    ):
         self.name = name
         self.joints = list(joints)
         self.max_age_s = max_age_s

@@ -36,8 +36,10 @@ from indgen_core.robot_config import RobotConfig
 #: the cell's own launch arguments (beside IndGen's graph's): name -> (default, description)
 CELL_ARGUMENTS = {
     "robot_ip": ("", "the FR3's address (franka_bringup robot_ip)"),
-    "use_fake_hardware": ("false", "franka_bringup's mock_components instead of the robot (no reflexes, no "
-                                   "franka_robot_state_broadcaster)"),
+    "use_fake_hardware": (
+        "false",
+        "franka_bringup's mock_components instead of the robot (no reflexes, no franka_robot_state_broadcaster)",
+    ),
     "gripper_port": ("/dev/ttyUSB0", "the Robotiq's serial port (robotiq_description com_port)"),
     "exterior_1_serial": ("", "serial number of the ZED of camera exterior_1"),
     "exterior_2_serial": ("", "serial number of the ZED of camera exterior_2"),
@@ -46,8 +48,14 @@ CELL_ARGUMENTS = {
 #: the launch arguments franka.launch.py declares that the plan uses (franka_ros2 v3.4.0)
 FRANKA_LAUNCH_ARGUMENTS = {"robot_type", "robot_ip", "load_gripper", "use_fake_hardware", "namespace"}
 #: zed_camera.launch.py's arguments the plan uses (zed-ros2-wrapper v5.4)
-ZED_LAUNCH_ARGUMENTS = {"camera_model", "camera_name", "serial_number", "ros_params_override_path", "publish_tf",
-                        "publish_map_tf"}
+ZED_LAUNCH_ARGUMENTS = {
+    "camera_model",
+    "camera_name",
+    "serial_number",
+    "ros_params_override_path",
+    "publish_tf",
+    "publish_map_tf",
+}
 #: jazzy's spawner options the plan uses (controller_manager/spawner.py)
 SPAWNER_OPTIONS = {"-c", "--param-file", "--controller-manager-timeout"}
 GRIPPER_NAMESPACE = "robotiq"
@@ -96,37 +104,82 @@ def cell_steps(config: RobotConfig, config_dir: Path, values: dict[str, str]) ->
             raise IndGenError(f"robot configuration '{config.name}' names no bringup.{name} file")
     cm = config.recovery.controller_manager
     gripper_cm = f"/{GRIPPER_NAMESPACE}/controller_manager"
-    if not config.gripper.state_topic.startswith(f"/{GRIPPER_NAMESPACE}/") or \
-            not config.gripper.command_topic.startswith(f"/{GRIPPER_NAMESPACE}/"):
+    if not config.gripper.state_topic.startswith(
+        f"/{GRIPPER_NAMESPACE}/"
+    ) or not config.gripper.command_topic.startswith(f"/{GRIPPER_NAMESPACE}/"):
         raise IndGenError(f"the gripper's topics must be in /{GRIPPER_NAMESPACE}/, its controller manager's namespace")
     steps: list[Step] = [
-        IncludeLaunch("franka_ros2: the FR3, its controller manager and broadcasters, no gripper", "franka_bringup",
-                      "launch/franka.launch.py", {"robot_type": "fr3", "robot_ip": values["robot_ip"],
-                                                  "load_gripper": "false",
-                                                  "use_fake_hardware": values["use_fake_hardware"]}),
-        RunNode("IndGen's arm controller in franka's controller manager", "controller_manager", "spawner",
-                [config.arm.controller, "-c", cm, "--controller-manager-timeout", "30", "--param-file",
-                 str(config_dir / bringup.arm_controllers)]),
-        RunNode("the Robotiq's description in its namespace (its URDF selects the driver)", "robot_state_publisher",
-                "robot_state_publisher", namespace=GRIPPER_NAMESPACE,
-                xacro_parameters={"robot_description": (*GRIPPER_URDF, {"use_fake_hardware": "false",
-                                                                        "com_port": values["gripper_port"]})}),
-        RunNode("the Robotiq's own controller manager", "controller_manager", "ros2_control_node",
-                namespace=GRIPPER_NAMESPACE, parameter_files=[str(config_dir / bringup.gripper_controllers)]),
+        IncludeLaunch(
+            "franka_ros2: the FR3, its controller manager and broadcasters, no gripper",
+            "franka_bringup",
+            "launch/franka.launch.py",
+            {
+                "robot_type": "fr3",
+                "robot_ip": values["robot_ip"],
+                "load_gripper": "false",
+                "use_fake_hardware": values["use_fake_hardware"],
+            },
+        ),
+        RunNode(
+            "IndGen's arm controller in franka's controller manager",
+            "controller_manager",
+            "spawner",
+            [
+                config.arm.controller,
+                "-c",
+                cm,
+                "--controller-manager-timeout",
+                "30",
+                "--param-file",
+                str(config_dir / bringup.arm_controllers),
+            ],
+        ),
+        RunNode(
+            "the Robotiq's description in its namespace (its URDF selects the driver)",
+            "robot_state_publisher",
+            "robot_state_publisher",
+            namespace=GRIPPER_NAMESPACE,
+            xacro_parameters={
+                "robot_description": (*GRIPPER_URDF, {"use_fake_hardware": "false", "com_port": values["gripper_port"]})
+            },
+        ),
+        RunNode(
+            "the Robotiq's own controller manager",
+            "controller_manager",
+            "ros2_control_node",
+            namespace=GRIPPER_NAMESPACE,
+            parameter_files=[str(config_dir / bringup.gripper_controllers)],
+        ),
     ]
     for controller in ("joint_state_broadcaster", "robotiq_activation_controller", "robotiq_position_controller"):
-        steps.append(RunNode(f"the Robotiq's {controller}", "controller_manager", "spawner",
-                             [controller, "-c", gripper_cm, "--controller-manager-timeout", "30", "--param-file",
-                              str(config_dir / bringup.gripper_controllers)]))
+        steps.append(
+            RunNode(
+                f"the Robotiq's {controller}",
+                "controller_manager",
+                "spawner",
+                [
+                    controller,
+                    "-c",
+                    gripper_cm,
+                    "--controller-manager-timeout",
+                    "30",
+                    "--param-file",
+                    str(config_dir / bringup.gripper_controllers),
+                ],
+            )
+        )
     for cam, topic in config.cameras.items():
-        arguments = {"camera_model": bringup.camera_models.get(cam, "zed2"), "camera_name": camera_name(topic),
-                     "publish_tf": "false", "publish_map_tf": "false"}
+        arguments = {
+            "camera_model": bringup.camera_models.get(cam, "zed2"),
+            "camera_name": camera_name(topic),
+            "publish_tf": "false",
+            "publish_map_tf": "false",
+        }
         if values.get(f"{cam}_serial"):
             arguments["serial_number"] = values[f"{cam}_serial"]
         if bringup.camera_overrides:
             arguments["ros_params_override_path"] = str(config_dir / bringup.camera_overrides)
-        steps.append(IncludeLaunch(f"the ZED of camera {cam}", "zed_wrapper", "launch/zed_camera.launch.py",
-                                   arguments))
+        steps.append(IncludeLaunch(f"the ZED of camera {cam}", "zed_wrapper", "launch/zed_camera.launch.py", arguments))
     return steps
 
 
@@ -144,15 +197,15 @@ def shell_commands(steps: list[Step]) -> list[str]:
         for path in step.parameter_files:
             ros_args += ["--params-file", _quote(path)]
         for name, (package, file, xacro_args) in step.xacro_parameters.items():
-            call = " ".join([f"$(ros2 pkg prefix {package})/share/{package}/{file}",
-                             *(f"{k}:={v}" for k, v in xacro_args.items())])
+            call = " ".join(
+                [f"$(ros2 pkg prefix {package})/share/{package}/{file}", *(f"{k}:={v}" for k, v in xacro_args.items())]
+            )
             ros_args += ["-p", f'{name}:="$(xacro {call})"']
         line = f"ros2 run {step.package} {step.executable} {' '.join(_quote(a) for a in step.arguments)}"
         if ros_args:
             line = f"{line.rstrip()} --ros-args {' '.join(ros_args)}"
         lines.append(line.rstrip())
     return lines
-
 
 
 #: an installed package's path, which the shell must expand: left unquoted

@@ -8,14 +8,18 @@ from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("console", help="the operator console: build scenes, label episodes, redo, pause, e-stop",
-                       description="A full-screen terminal program for the person at the robot. It joins the "
-                       "running campaign over ROS 2 (run it in a second terminal beside `indgen launch`), shows the "
-                       "campaign, the level and its parameters, the per-level table, the policy and robot state, "
-                       "and one prompt with the keys it takes (? lists them). Ctrl-C leaves the console; the "
-                       "campaign waits for the next answer, and a console started again shows the open prompt.")
-    p.add_argument("--operator", default=getpass.getuser(), help="your name, kept with every label (default: the "
-                   "login name)")
+    p = sub.add_parser(
+        "console",
+        help="the operator console: build scenes, label episodes, redo, pause, e-stop",
+        description="A full-screen terminal program for the person at the robot. It joins the "
+        "running campaign over ROS 2 (run it in a second terminal beside `indgen launch`), shows the "
+        "campaign, the level and its parameters, the per-level table, the policy and robot state, "
+        "and one prompt with the keys it takes (? lists them). Ctrl-C leaves the console; the "
+        "campaign waits for the next answer, and a console started again shows the open prompt.",
+    )
+    p.add_argument(
+        "--operator", default=getpass.getuser(), help="your name, kept with every label (default: the login name)"
+    )
     p.add_argument("--watch", action="store_true", help="only watch: every key but ? is refused")
     p.set_defaults(func=cmd_console)
 
@@ -31,18 +35,26 @@ def cmd_console(args: argparse.Namespace) -> int:
 def register_bringup(sub: argparse._SubParsersAction) -> None:
     from indgen_robot.bringup import CELL_ARGUMENTS
 
-    p = sub.add_parser("bringup", help="print the real cell's bring-up on ROS 2 Jazzy as commands to run",
-                       description="The commands that bring a real cell up on a sourced ROS 2 Jazzy install "
-                       "(franka_ros2, the Robotiq on its own namespaced controller manager, the ZED wrappers), one "
-                       "per terminal, "
-                       "in order, for the robot configuration given; launch/fr3_cell.launch.py starts the same steps "
-                       "and IndGen's graph in one `ros2 launch`. Nothing is started here.")
-    p.add_argument("robot", nargs="?", default="fr3_robotiq_zed", help="robot configuration (config/robots/NAME.yaml "
-                   "or a path)")
+    p = sub.add_parser(
+        "bringup",
+        help="print the real cell's bring-up on ROS 2 Jazzy as commands to run",
+        description="The commands that bring a real cell up on a sourced ROS 2 Jazzy install "
+        "(franka_ros2, the Robotiq on its own namespaced controller manager, the ZED wrappers), one "
+        "per terminal, "
+        "in order, for the robot configuration given; launch/fr3_cell.launch.py starts the same steps "
+        "and IndGen's graph in one `ros2 launch`. Nothing is started here.",
+    )
+    p.add_argument(
+        "robot", nargs="?", default="fr3_robotiq_zed", help="robot configuration (config/robots/NAME.yaml or a path)"
+    )
     for name, (default, description) in CELL_ARGUMENTS.items():
         p.add_argument(f"--{name.replace('_', '-')}", default=default, help=description)
-    p.add_argument("--installed", action="store_true", help="name IndGen's files where a colcon install puts them "
-                   "($(ros2 pkg prefix indgen)/share/indgen/config/robots) instead of where they are here")
+    p.add_argument(
+        "--installed",
+        action="store_true",
+        help="name IndGen's files where a colcon install puts them "
+        "($(ros2 pkg prefix indgen)/share/indgen/config/robots) instead of where they are here",
+    )
     p.set_defaults(func=cmd_bringup)
 
 
@@ -56,11 +68,14 @@ def cmd_bringup(args: argparse.Namespace) -> int:
     if args.installed:
         folder = Path("$(ros2 pkg prefix indgen)/share/indgen/config/robots")
     steps = cell_steps(config, folder, values)
-    print(f"# the bring-up of '{config.name}' on ROS 2 Jazzy: one terminal per command, in order (unverified on "
-          "hardware)")
+    print(
+        f"# the bring-up of '{config.name}' on ROS 2 Jazzy: one terminal per command, in order (unverified on hardware)"
+    )
     for step, command in zip(steps, shell_commands(steps), strict=True):
         kind = "launch" if isinstance(step, IncludeLaunch) else "node"
         print(f"# {step.what} ({kind})\n{command}")
-    print("# then IndGen: ros2 launch indgen stack_axis.launch.py sim:=false robot:=real ... (or `indgen launch` with "
-          "the same arguments), and `indgen console` beside it")
+    print(
+        "# then IndGen: ros2 launch indgen stack_axis.launch.py sim:=false robot:=real ... (or `indgen launch` with "
+        "the same arguments), and `indgen console` beside it"
+    )
     return 0

@@ -79,8 +79,9 @@ class CommandGate:
         #: rad/s: a fraction of the robot's limits, and slow enough that one tick of motion
         #: (times lead_ticks) stays within max_lead (the bound, module docstring)
         self.lead_bound = np.array(arm.max_lead)
-        self.v_max = np.minimum(np.array(arm.velocity_limits) * arm.velocity_fraction,
-                                self.lead_bound / (arm.lead_ticks * self.period))
+        self.v_max = np.minimum(
+            np.array(arm.velocity_limits) * arm.velocity_fraction, self.lead_bound / (arm.lead_ticks * self.period)
+        )
         self.a_max = np.array(arm.acceleration_limits) * arm.acceleration_fraction
         self.gripper_closed = config.gripper.closed
         #: rad/s at DROID velocity 1 (0.2 rad per tick)
@@ -127,8 +128,11 @@ class CommandGate:
         goal = np.clip(goal, self.lower, self.upper)
         distance = np.abs(goal - q)
         speed = np.minimum(self.v_max, max_speed)
-        duration = max(float(np.max(1.5 * distance / speed)), float(np.max(np.sqrt(6 * distance / self.a_max))),
-                       0.5 if distance.max() > 1e-4 else 0.1)
+        duration = max(
+            float(np.max(1.5 * distance / speed)),
+            float(np.max(np.sqrt(6 * distance / self.a_max))),
+            0.5 if distance.max() > 1e-4 else 0.1,
+        )
         return [Point(duration, goal, np.zeros(7))]
 
     def gripper(self, droid_gripper: float) -> float:

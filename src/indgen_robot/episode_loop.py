@@ -50,10 +50,18 @@ class EpisodeEnd:
 
 
 class EpisodeLoop:
-    def __init__(self, config: RobotConfig, motion: ArmMotion, robot: RobotPort, policy: PolicyPort,
-                 inputs: Callable[[], TickInputs], fault: Callable[[float], Stop],
-                 feedback: Callable[[str, int], None] = lambda phase, step: None,
-                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        config: RobotConfig,
+        motion: ArmMotion,
+        robot: RobotPort,
+        policy: PolicyPort,
+        inputs: Callable[[], TickInputs],
+        fault: Callable[[float], Stop],
+        feedback: Callable[[str, int], None] = lambda phase, step: None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         self.config = config
         self.motion, self.robot, self.policy = motion, robot, policy
         self.inputs, self.fault, self.feedback = inputs, fault, feedback
@@ -79,8 +87,9 @@ class EpisodeLoop:
             if waiting is None:
                 return None
             if self.clock() > deadline:
-                return Stop(StopKind.SYSTEM, f"the policy was not ready within {c.policy_ready_timeout_s:g} s: "
-                            f"{waiting}")
+                return Stop(
+                    StopKind.SYSTEM, f"the policy was not ready within {c.policy_ready_timeout_s:g} s: {waiting}"
+                )
             if self.clock() - last > 0.5:
                 last = self.clock()
                 self.feedback("waiting for the policy", 0)
@@ -109,8 +118,9 @@ class EpisodeLoop:
             self.policy.publish_tick(step)
             try:
                 got = self.policy.wait(c.command_timeout_s, self._lost_now, f"tick {step}")
-                v, g = check_command(np.asarray(got["arm"]) / RAD_PER_S_AT_ONE,
-                                     np.asarray(got["gripper"]) / GRIPPER_CLOSED_RAD)
+                v, g = check_command(
+                    np.asarray(got["arm"]) / RAD_PER_S_AT_ONE, np.asarray(got["gripper"]) / GRIPPER_CLOSED_RAD
+                )
                 answered = self.clock()
                 with self.motion.lock:  # an e-stop that came meanwhile wins: nothing more is sent
                     if self.inputs().estop:

@@ -12,8 +12,11 @@ def _percentiles(values: list[float]) -> dict[str, float] | None:
     if not values:
         return None
     a = np.asarray(values) * 1000
-    return {"p50": round(float(np.percentile(a, 50)), 3), "p99": round(float(np.percentile(a, 99)), 3),
-            "max": round(float(a.max()), 3)}
+    return {
+        "p50": round(float(np.percentile(a, 50)), 3),
+        "p99": round(float(np.percentile(a, 99)), 3),
+        "max": round(float(a.max()), 3),
+    }
 
 
 class TickTimer:
@@ -50,10 +53,13 @@ class TickTimer:
 
     def summary(self) -> dict:
         periods = np.asarray(self.periods) * 1000
-        return {"ticks": self.ticks, "missed_ticks": self.missed,
-                "tick_period_ms": _percentiles(self.periods),
-                "jitter_ms": round(float(periods.std()), 3) if len(periods) else None,
-                "command_latency_ms": _percentiles(self.latencies),
-                "policy_round_trip_ms": _percentiles(self.round_trips),
-                "arm_state_age_ms": _percentiles(self.state_ages),
-                "round_trips_ms": [round(x * 1000, 3) for x in self.round_trips]}
+        return {
+            "ticks": self.ticks,
+            "missed_ticks": self.missed,
+            "tick_period_ms": _percentiles(self.periods),
+            "jitter_ms": round(float(periods.std()), 3) if len(periods) else None,
+            "command_latency_ms": _percentiles(self.latencies),
+            "policy_round_trip_ms": _percentiles(self.round_trips),
+            "arm_state_age_ms": _percentiles(self.state_ages),
+            "round_trips_ms": [round(x * 1000, 3) for x in self.round_trips],
+        }

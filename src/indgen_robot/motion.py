@@ -34,8 +34,13 @@ class NoFreshState(RuntimeError):
 
 
 class ArmMotion:
-    def __init__(self, gate: CommandGate, arm: StateSource, publish: Callable[[list[Point]], None],
-                 clock: Callable[[], float] = time.time):
+    def __init__(
+        self,
+        gate: CommandGate,
+        arm: StateSource,
+        publish: Callable[[list[Point]], None],
+        clock: Callable[[], float] = time.time,
+    ):
         self.gate = gate
         self.arm = arm
         self._publish = publish

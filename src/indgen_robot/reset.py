@@ -64,8 +64,14 @@ def at_pose(config: RobotConfig, sample: Sample | None) -> tuple[bool, str]:
 
 
 class ResetSequence:
-    def __init__(self, config: RobotConfig, motion: ArmMotion, port: RobotPort,
-                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        config: RobotConfig,
+        motion: ArmMotion,
+        port: RobotPort,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.config = config
         self.motion = motion
         self.arm: StateSource = motion.arm
@@ -89,8 +95,9 @@ class ResetSequence:
                 progress()
             self.sleep(0.02)
 
-    def run(self, progress: Callable[[], None] | None = None,
-            should_stop: Callable[[], str | None] = lambda: None) -> tuple[bool, str]:
+    def run(
+        self, progress: Callable[[], None] | None = None, should_stop: Callable[[], str | None] = lambda: None
+    ) -> tuple[bool, str]:
         """(at the reset pose, one sentence)."""
         arm, config = self.arm, self.config
         if arm.latest() is None:
@@ -101,12 +108,17 @@ class ResetSequence:
             recovery = self.port.recover()
             message = recovery.message
             if not recovery.ok:
-                return False, f"the robot is in a fault ({arm.age():.1f} s without arm state) and recovery failed: " \
-                              f"{message}"
+                return (
+                    False,
+                    f"the robot is in a fault ({arm.age():.1f} s without arm state) and recovery failed: {message}",
+                )
             ok, _ = self._wait(lambda: (arm.fresh() is not None, ""), config.recovery.timeout_s, progress, should_stop)
             if not ok:
-                return False, f"the arm's state did not come back within {config.recovery.timeout_s:g} s of the " \
-                              f"recovery ({message})"
+                return (
+                    False,
+                    f"the arm's state did not come back within {config.recovery.timeout_s:g} s of the "
+                    f"recovery ({message})",
+                )
         clock_problem = arm.check.problem(f"the arm's state ({config.arm.state_topic})", arm.max_age_s)
         if clock_problem:
             return False, clock_problem
@@ -130,9 +142,15 @@ class ResetSequence:
                 return False, "the arm's state went stale during the reset (a reflex or a fault)"
             return at_pose(config, arm.fresh())
 
-        ok, message = self._wait(reached, duration + config.reset.timeout_s, progress,
-                                 lambda: should_stop() or (None if arm.fresh() else "the arm's state went stale "
-                                                           "during the reset (a reflex or a fault)"))
+        ok, message = self._wait(
+            reached,
+            duration + config.reset.timeout_s,
+            progress,
+            lambda: (
+                should_stop()
+                or (None if arm.fresh() else "the arm's state went stale during the reset (a reflex or a fault)")
+            ),
+        )
         if not ok:
             self.motion.hold()
             return False, f"reset not reached: {message}"

@@ -79,8 +79,11 @@ def classify_robot_errors(errors: Sequence[str]) -> Stop:
     errors = [e for e in errors if e]
     motion = [e for e in errors if e in MOTION_ERRORS]
     if motion and len(motion) == len(errors):
-        return Stop(StopKind.POLICY, f"the robot stopped the motion: {MOTION_ERRORS[motion[0]]} ({motion[0]})",
-                    {"stop": "reflex", "errors": motion})
+        return Stop(
+            StopKind.POLICY,
+            f"the robot stopped the motion: {MOTION_ERRORS[motion[0]]} ({motion[0]})",
+            {"stop": "reflex", "errors": motion},
+        )
     return Stop(StopKind.SYSTEM, f"robot fault: {', '.join(errors) or 'unknown error'}", {"errors": errors})
 
 
@@ -88,8 +91,13 @@ def classify_robot_errors(errors: Sequence[str]) -> Stop:
 LOOK_BACK_S = 0.25
 
 
-def classify_fault(history: Sequence[Sample], segments: Sequence[tuple[Trajectory, bool]], silent_for: float,
-                   driver_alive: bool = True, still_speed: float = 0.05) -> Stop:
+def classify_fault(
+    history: Sequence[Sample],
+    segments: Sequence[tuple[Trajectory, bool]],
+    silent_for: float,
+    driver_alive: bool = True,
+    still_speed: float = 0.05,
+) -> Stop:
     """The arm's state stopped coming (franka deactivated its broadcaster, or its driver is
     gone) and the robot reported no cause: rules 2, 3 and 5 of the module docstring (4 comes
     after the recovery attempt: `after_recovery`).
@@ -97,19 +105,30 @@ def classify_fault(history: Sequence[Sample], segments: Sequence[tuple[Trajector
     `history`: the broadcaster's last samples; `segments`: what the runner sent, each with
     whether it was a commanded motion."""
     if not driver_alive:
-        return Stop(StopKind.SYSTEM, "the arm's driver is down (its trajectory controller's topic lost its "
-                    "subscriber); the trial runs again once it is back", {"stop": "driver_down"})
+        return Stop(
+            StopKind.SYSTEM,
+            "the arm's driver is down (its trajectory controller's topic lost its "
+            "subscriber); the trial runs again once it is back",
+            {"stop": "driver_down"},
+        )
     history = list(history)
     last = history[-1].stamp if history else 0.0
     commanded = any(moving for seg, moving in segments if seg.end_time >= last - LOOK_BACK_S)
     arm_moving = any(float(np.max(np.abs(s.dq))) >= still_speed for s in history if s.stamp >= last - LOOK_BACK_S)
     if not (commanded or arm_moving):
-        return Stop(StopKind.SYSTEM, f"the arm's joint states stopped ({silent_for:.2f} s old) while it was held "
-                    "still: a robot or driver fault (network, user stop, driver); the trial runs again",
-                    {"stop": "fault"})
-    return Stop(StopKind.UNEXPLAINED, "the robot stopped during the policy's motion and reported no cause IndGen can "
-                "read (most often a contact reflex; it may be a network fault): label it failure if the arm hit "
-                "something, or redo to run the trial again if it was a fault", {"stop": "unexplained"})
+        return Stop(
+            StopKind.SYSTEM,
+            f"the arm's joint states stopped ({silent_for:.2f} s old) while it was held "
+            "still: a robot or driver fault (network, user stop, driver); the trial runs again",
+            {"stop": "fault"},
+        )
+    return Stop(
+        StopKind.UNEXPLAINED,
+        "the robot stopped during the policy's motion and reported no cause IndGen can "
+        "read (most often a contact reflex; it may be a network fault): label it failure if the arm hit "
+        "something, or redo to run the trial again if it was a fault",
+        {"stop": "unexplained"},
+    )
 
 
 @dataclass(frozen=True)
@@ -129,8 +148,12 @@ def after_recovery(stop: Stop, recovery: Recovery, robot_errors: Sequence[str] =
     if stop.kind is not StopKind.UNEXPLAINED:
         return stop
     if not recovery.reachable:
-        return Stop(StopKind.SYSTEM, f"the robot's driver does not answer ({recovery.message}): a driver fault; the "
-                    "trial runs again once it is back", {"stop": "driver_down"})
+        return Stop(
+            StopKind.SYSTEM,
+            f"the robot's driver does not answer ({recovery.message}): a driver fault; the "
+            "trial runs again once it is back",
+            {"stop": "driver_down"},
+        )
     if recovery.ok and robot_errors:
         return classify_robot_errors(robot_errors)
     return stop
@@ -172,8 +195,11 @@ class TickChecks:
         if now.arm is None:
             return fault(now.arm_age)
         if not now.gripper_fresh:
-            return Stop(StopKind.SYSTEM, f"the gripper's joint states are {_age(now.gripper_age)} (limit "
-                        f"{c.gripper_state_max_age_s:g} s): the gripper driver is down")
+            return Stop(
+                StopKind.SYSTEM,
+                f"the gripper's joint states are {_age(now.gripper_age)} (limit "
+                f"{c.gripper_state_max_age_s:g} s): the gripper driver is down",
+            )
         q = now.arm.q
         outside = [self.config.arm.joints[i] for i in range(len(q)) if not self.lower[i] <= q[i] <= self.upper[i]]
         if outside:

@@ -16,8 +16,9 @@ def max_penetration(model: mujoco.MjModel, data: mujoco.MjData, bodies: Iterable
     deepest = 0.0
     for i in range(data.ncon):
         c = data.contact[i]
-        if wanted is not None and (model.geom_bodyid[c.geom1] not in wanted
-                                   and model.geom_bodyid[c.geom2] not in wanted):
+        if wanted is not None and (
+            model.geom_bodyid[c.geom1] not in wanted and model.geom_bodyid[c.geom2] not in wanted
+        ):
             continue
         deepest = max(deepest, -float(c.dist))
     return deepest
@@ -48,8 +49,9 @@ def in_contact(model: mujoco.MjModel, data: mujoco.MjData, body_a: Iterable[int]
     return False
 
 
-def settle_then_check(advance: Callable[[], None], check: Callable[[], bool], settle_ticks: int,
-                      hold_ticks: int) -> bool:
+def settle_then_check(
+    advance: Callable[[], None], check: Callable[[], bool], settle_ticks: int, hold_ticks: int
+) -> bool:
     """Let the world run `settle_ticks` (nothing commanded), then require `check()` on each of
     `hold_ticks` further ticks: placed, and staying placed."""
     for _ in range(settle_ticks):

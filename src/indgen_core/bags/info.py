@@ -20,8 +20,17 @@ def topic_table(bag_readers: list[BagReader]) -> tuple[list[dict], dict]:
 
     def note(topic: str, msgtype: str, count: int, t0: int, t1: int, meta: dict) -> None:
         nonlocal first, last
-        row = seen.setdefault(topic, {"topic": topic, "type": msgtype, "count": 0, "first": t0, "last": t1,
-                                      "type_hash": meta.get("topic_type_hash", "")})
+        row = seen.setdefault(
+            topic,
+            {
+                "topic": topic,
+                "type": msgtype,
+                "count": 0,
+                "first": t0,
+                "last": t1,
+                "type_hash": meta.get("topic_type_hash", ""),
+            },
+        )
         row["count"] += count
         row["first"], row["last"] = min(row["first"], t0), max(row["last"], t1)
         first = t0 if first is None else min(first, t0)
@@ -45,18 +54,27 @@ def topic_table(bag_readers: list[BagReader]) -> tuple[list[dict], dict]:
                     count = summary.statistics.channel_message_counts.get(cid, 0)
                     if count:
                         t0, t1 = spans.get(cid, [summary.statistics.message_start_time] * 2)
-                        note(channel.topic, summary.schemas[channel.schema_id].name, count, t0, t1,
-                             dict(channel.metadata))
+                        note(
+                            channel.topic,
+                            summary.schemas[channel.schema_id].name,
+                            count,
+                            t0,
+                            t1,
+                            dict(channel.metadata),
+                        )
                 continue
             for record in BagReader(path).records():  # a cut file: read to its last complete record
-                note(record.topic, record.msgtype, 1, record.log_time, record.log_time,
-                     dict(record.channel.metadata))
+                note(record.topic, record.msgtype, 1, record.log_time, record.log_time, dict(record.channel.metadata))
     rows = sorted(seen.values(), key=lambda r: r["topic"])
     for r in rows:
         span = (r["last"] - r["first"]) / 1e9
         r["rate_hz"] = (r["count"] - 1) / span if r["count"] > 1 and span > 0 else None
-    return rows, {"start_ns": first or 0, "end_ns": last or 0, "bytes": size,
-                  "duration_s": ((last or 0) - (first or 0)) / 1e9}
+    return rows, {
+        "start_ns": first or 0,
+        "end_ns": last or 0,
+        "bytes": size,
+        "duration_s": ((last or 0) - (first or 0)) / 1e9,
+    }
 
 
 def campaign_table(recording: Recording) -> list[dict]:
@@ -65,9 +83,18 @@ def campaign_table(recording: Recording) -> list[dict]:
         attempts = [a for a in recording.attempts if a.campaign_id == campaign]
         outcomes = Counter(Outcome(a.result.outcome).name.lower() for a in attempts if a.result is not None)
         head = attempts[0]
-        rows.append({"campaign": campaign, "world": head.world, "axis": head.axis, "policy": head.policy,
-                     "levels": sorted({a.level for a in attempts}), "trials": len({a.trial_id for a in attempts}),
-                     "attempts": len(attempts), "outcomes": dict(outcomes),
-                     "unfinished": sum(a.result is None for a in attempts),
-                     "final_states": sum(a.final is not None for a in attempts)})
+        rows.append(
+            {
+                "campaign": campaign,
+                "world": head.world,
+                "axis": head.axis,
+                "policy": head.policy,
+                "levels": sorted({a.level for a in attempts}),
+                "trials": len({a.trial_id for a in attempts}),
+                "attempts": len(attempts),
+                "outcomes": dict(outcomes),
+                "unfinished": sum(a.result is None for a in attempts),
+                "final_states": sum(a.final is not None for a in attempts),
+            }
+        )
     return rows

@@ -23,8 +23,13 @@ from indgen_core.bags.trials import POLICY_EXCHANGE, deserialize, records
 
 #: topics whose messages answer a control tick, by the tick's sequence (layout.data_offset)
 SEQUENCED_COMMANDS = {topics.ARM_VELOCITY_COMMAND, topics.LIBERO_OSC_COMMAND}
-WANTED = {topics.CONTROL_TICK, topics.BLOCKENV_OBSERVATION, topics.BLOCKENV_ACTION, POLICY_EXCHANGE,
-          *SEQUENCED_COMMANDS}
+WANTED = {
+    topics.CONTROL_TICK,
+    topics.BLOCKENV_OBSERVATION,
+    topics.BLOCKENV_ACTION,
+    POLICY_EXCHANGE,
+    *SEQUENCED_COMMANDS,
+}
 
 
 @dataclass
@@ -38,11 +43,16 @@ class TrialTiming:
 
     def figures(self) -> dict:
         period = np.diff(np.array(self.tick_ns, dtype=np.int64)) / 1e6 if len(self.tick_ns) > 1 else np.array([])
-        return {"trial": self.trial_id, "ticks": len(self.tick_ns),
-                "missed": int(sum(not a for a in self.answered)),
-                **_percentiles("period_ms", period), **_percentiles("obs_to_command_ms", self.obs_to_command_ms),
-                **_percentiles("round_trip_ms", self.round_trip_ms), **_percentiles("server_ms", self.server_ms),
-                "requests": len(self.round_trip_ms)}
+        return {
+            "trial": self.trial_id,
+            "ticks": len(self.tick_ns),
+            "missed": int(sum(not a for a in self.answered)),
+            **_percentiles("period_ms", period),
+            **_percentiles("obs_to_command_ms", self.obs_to_command_ms),
+            **_percentiles("round_trip_ms", self.round_trip_ms),
+            **_percentiles("server_ms", self.server_ms),
+            "requests": len(self.round_trip_ms),
+        }
 
 
 def _percentiles(name: str, values) -> dict:
@@ -99,8 +109,11 @@ def measure(bag_readers, trials: set[str] | None = None) -> tuple[list[dict], di
         total.round_trip_ms += t.round_trip_ms
         total.server_ms += t.server_ms
     overall = total.figures()
-    periods = np.concatenate([np.diff(np.array(t.tick_ns, dtype=np.int64)) / 1e6 for t in timings.values()
-                              if len(t.tick_ns) > 1] or [np.array([])])
-    overall.update(_percentiles("period_ms", periods), ticks=sum(len(t.tick_ns) for t in timings.values()),
-                   trials=len(timings))
+    periods = np.concatenate(
+        [np.diff(np.array(t.tick_ns, dtype=np.int64)) / 1e6 for t in timings.values() if len(t.tick_ns) > 1]
+        or [np.array([])]
+    )
+    overall.update(
+        _percentiles("period_ms", periods), ticks=sum(len(t.tick_ns) for t in timings.values()), trials=len(timings)
+    )
     return rows, overall

@@ -44,8 +44,9 @@ class Record:
         or the bytes are not a message of that type."""
         if self.schema is None or self.schema.encoding != "ros2msg":
             kind = self.schema.encoding if self.schema is not None else "no"
-            raise BagError(f"{self.topic} has {kind} schema for {self.msgtype or 'its messages'}, "
-                           "not a ros2msg definition")
+            raise BagError(
+                f"{self.topic} has {kind} schema for {self.msgtype or 'its messages'}, not a ros2msg definition"
+            )
         try:
             self.decoder.learn(self.msgtype, self.schema.data.decode())
         except Exception as exc:
@@ -71,8 +72,7 @@ def mcap_files(bag: Path, allow_missing_metadata: bool = False) -> list[Path]:
     # a recorder killed mid-file leaves no metadata.yaml and a cut .mcap: that reads, up to its
     # last complete chunk; closed files without metadata.yaml are a broken copy
     if not meta.is_file() and (not allow_missing_metadata or all(BagReader.complete(f) for f in files)):
-        raise BagError(f"{bag}: no metadata.yaml; if its recorder was killed, `indgen bag repair {bag}` "
-                       "rebuilds it")
+        raise BagError(f"{bag}: no metadata.yaml; if its recorder was killed, `indgen bag repair {bag}` rebuilds it")
     if meta.is_file():
         try:
             info = yaml.safe_load(meta.read_text()) or {}
@@ -115,10 +115,18 @@ class BagReader:
                 reader = reader_mod.make_reader(fh) if self.complete(path) else reader_mod.NonSeekingReader(fh)
                 try:
                     # in file order: sorting by time would read a cut file to its (missing) end first
-                    for schema, channel, message in reader.iter_messages(topics=list(topics) if topics else None,
-                                                                         log_time_order=False):
-                        yield Record(channel.topic, schema.name if schema else "", message.log_time,
-                                     bytes(message.data), schema, channel, self.decoder)
+                    for schema, channel, message in reader.iter_messages(
+                        topics=list(topics) if topics else None, log_time_order=False
+                    ):
+                        yield Record(
+                            channel.topic,
+                            schema.name if schema else "",
+                            message.log_time,
+                            bytes(message.data),
+                            schema,
+                            channel,
+                            self.decoder,
+                        )
                 except Exception as exc:
                     if self.complete(path):  # a whole file that does not read: corrupt
                         raise BagError(f"{path}: corrupt MCAP ({exc})") from None

@@ -31,9 +31,13 @@ def repair(bag: str | Path) -> dict:
     stats = _statistics(files)
     if fixed or not had_metadata:
         (bag / "metadata.yaml").write_text(yaml.safe_dump(_metadata(files, stats), sort_keys=True))
-    return {"bag": str(bag), "closed_files": fixed, "wrote_metadata": bool(fixed or not had_metadata),
-            "messages": sum(s["count"] for s in stats["topics"].values()),
-            "topics": len(stats["topics"])}
+    return {
+        "bag": str(bag),
+        "closed_files": fixed,
+        "wrote_metadata": bool(fixed or not had_metadata),
+        "messages": sum(s["count"] for s in stats["topics"].values()),
+        "topics": len(stats["topics"]),
+    }
 
 
 def _rewrite(path: Path) -> None:
@@ -51,11 +55,15 @@ def _rewrite(path: Path) -> None:
                 if schema is not None and schema.id not in schemas:
                     schemas[schema.id] = writer.register_schema(schema.name, schema.encoding, schema.data)
                 if channel.id not in channels:
-                    channels[channel.id] = writer.register_channel(channel.topic, channel.message_encoding,
-                                                                   schemas.get(channel.schema_id, 0),
-                                                                   dict(channel.metadata))
-                writer.add_message(channels[channel.id], message.log_time, message.data, message.publish_time,
-                                   message.sequence)
+                    channels[channel.id] = writer.register_channel(
+                        channel.topic,
+                        channel.message_encoding,
+                        schemas.get(channel.schema_id, 0),
+                        dict(channel.metadata),
+                    )
+                writer.add_message(
+                    channels[channel.id], message.log_time, message.data, message.publish_time, message.sequence
+                )
         except Exception:  # the cut: everything before it is in
             pass
         writer.finish()
@@ -69,8 +77,9 @@ def _statistics(files: list[Path]) -> dict:
         first = last = None
         count = 0
         for record in reader.records():
-            entry = topics.setdefault(record.topic, {"type": record.msgtype, "count": 0,
-                                                     "metadata": dict(record.channel.metadata)})
+            entry = topics.setdefault(
+                record.topic, {"type": record.msgtype, "count": 0, "metadata": dict(record.channel.metadata)}
+            )
             entry["count"] += 1
             count += 1
             first = record.log_time if first is None else min(first, record.log_time)
@@ -85,16 +94,39 @@ def _metadata(files: list[Path], stats: dict) -> dict:
     topics = []
     for name, t in stats["topics"].items():
         qos = yaml.safe_load(t["metadata"].get("offered_qos_profiles", "") or "[]") or []
-        topics.append({"message_count": t["count"], "topic_metadata": {
-            "name": name, "type": t["type"], "serialization_format": "cdr", "offered_qos_profiles": qos,
-            "type_description_hash": t["metadata"].get("topic_type_hash", "")}})
-    return {"rosbag2_bagfile_information": {
-        "version": 9, "storage_identifier": "mcap", "ros_distro": "rosbags", "custom_data": None,
-        "compression_format": "", "compression_mode": "",
-        "relative_file_paths": [p.name for p in files],
-        "duration": {"nanoseconds": last - first}, "starting_time": {"nanoseconds_since_epoch": first},
-        "message_count": sum(t["count"] for t in stats["topics"].values()),
-        "topics_with_message_count": topics,
-        "files": [{"path": f["path"], "starting_time": {"nanoseconds_since_epoch": f["first"]},
-                   "duration": {"nanoseconds": f["last"] - f["first"]}, "message_count": f["count"]}
-                  for f in stats["files"]]}}
+        topics.append(
+            {
+                "message_count": t["count"],
+                "topic_metadata": {
+                    "name": name,
+                    "type": t["type"],
+                    "serialization_format": "cdr",
+                    "offered_qos_profiles": qos,
+                    "type_description_hash": t["metadata"].get("topic_type_hash", ""),
+                },
+            }
+        )
+    return {
+        "rosbag2_bagfile_information": {
+            "version": 9,
+            "storage_identifier": "mcap",
+            "ros_distro": "rosbags",
+            "custom_data": None,
+            "compression_format": "",
+            "compression_mode": "",
+            "relative_file_paths": [p.name for p in files],
+            "duration": {"nanoseconds": last - first},
+            "starting_time": {"nanoseconds_since_epoch": first},
+            "message_count": sum(t["count"] for t in stats["topics"].values()),
+            "topics_with_message_count": topics,
+            "files": [
+                {
+                    "path": f["path"],
+                    "starting_time": {"nanoseconds_since_epoch": f["first"]},
+                    "duration": {"nanoseconds": f["last"] - f["first"]},
+                    "message_count": f["count"],
+                }
+                for f in stats["files"]
+            ],
+        }
+    }

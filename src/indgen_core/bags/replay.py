@@ -51,9 +51,15 @@ class LevelDiff:
         width = 0 if self.abs_sum is None else len(self.abs_sum)
         names = list(self.names[:width]) + [f"a{i}" for i in range(len(self.names), width)]
         mean = (self.abs_sum / max(self.actions, 1)).tolist() if width else []
-        return {"level": self.level, "requests": self.requests, "actions": self.actions,
-                "shape_mismatch": self.shape_mismatch, "names": names, "mean_abs": mean,
-                "max_abs": self.abs_max.tolist() if width else []}
+        return {
+            "level": self.level,
+            "requests": self.requests,
+            "actions": self.actions,
+            "shape_mismatch": self.shape_mismatch,
+            "names": names,
+            "mean_abs": mean,
+            "max_abs": self.abs_max.tolist() if width else [],
+        }
 
 
 @dataclass
@@ -79,8 +85,7 @@ def _actions(reply: dict, where: str) -> np.ndarray:
         raise BagError(f"{where}: 'actions' is not numeric") from None
 
 
-def replay(bag_readers, recording: Recording, client, trials: set[str] | None = None,
-           on_request=None) -> Replay:
+def replay(bag_readers, recording: Recording, client, trials: set[str] | None = None, on_request=None) -> Replay:
     """Send every recorded request (of `trials`, or all) through `client` (a RemotePolicy)."""
     level_of = {a.trial_id: a.level for a in recording.attempts}
     out = Replay()
@@ -128,4 +133,3 @@ def replay(bag_readers, recording: Recording, client, trials: set[str] | None = 
 
 def by_level(result: Replay) -> list[dict]:
     return [result.levels[k].figures() for k in sorted(result.levels)]
-

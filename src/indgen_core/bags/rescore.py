@@ -103,8 +103,9 @@ def _rescore_one(attempt: Attempt, judges: Judges) -> Rescored:
     except NotImplementedError:
         raise BagError(f"the {final.world} world cannot be judged from a recorded state") from None
     except (KeyError, TypeError, ValueError) as exc:
-        raise BagError(f"the recorded final state of {attempt.trial_id} does not fit the {final.world} world "
-                       f"({exc})") from None
+        raise BagError(
+            f"the recorded final state of {attempt.trial_id} does not fit the {final.world} world ({exc})"
+        ) from None
     ev = world.evaluate()
     row.outcome, row.reason = verdict(ev, final.ending, int(final.steps), world.max_steps(setup))
     row.score = float(ev.partial_score)
@@ -113,6 +114,10 @@ def _rescore_one(attempt: Attempt, judges: Judges) -> Rescored:
 
 def summary(rows: list[Rescored]) -> dict:
     compared = [r for r in rows if r.agrees is not None]
-    return {"attempts": len(rows), "compared": len(compared), "agree": sum(bool(r.agrees) for r in compared),
-            "disagree": [r.attempt.trial_id for r in compared if not r.agrees],
-            "labelled": sum(r.note.startswith("real robot") for r in rows)}
+    return {
+        "attempts": len(rows),
+        "compared": len(compared),
+        "agree": sum(bool(r.agrees) for r in compared),
+        "disagree": [r.attempt.trial_id for r in compared if not r.agrees],
+        "labelled": sum(r.note.startswith("real robot") for r in rows),
+    }

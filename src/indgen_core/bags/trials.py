@@ -22,9 +22,12 @@ from indgen_core.bags.reader import BagError, BagReader, Record
 FINAL_STATE, POLICY_EXCHANGE, OPERATOR_ANSWER = topics.FINAL_STATE, topics.POLICY_EXCHANGE, topics.OPERATOR_ANSWER
 
 #: the graph's own topics and the types IndGen records on them
-TRIAL_TOPICS = {topics.TASK_SETUP: "indgen_msgs/msg/TaskSetup", FINAL_STATE: "indgen_msgs/msg/WorldFinalState",
-                topics.EPISODE_RESULT: "indgen_msgs/msg/EpisodeResult",
-                OPERATOR_ANSWER: "indgen_msgs/msg/OperatorAnswer"}
+TRIAL_TOPICS = {
+    topics.TASK_SETUP: "indgen_msgs/msg/TaskSetup",
+    FINAL_STATE: "indgen_msgs/msg/WorldFinalState",
+    topics.EPISODE_RESULT: "indgen_msgs/msg/EpisodeResult",
+    OPERATOR_ANSWER: "indgen_msgs/msg/OperatorAnswer",
+}
 
 
 @dataclass
@@ -72,8 +75,9 @@ class Recording:
         if campaign not in held:
             names = ", ".join(held) if held else "no campaign"
             raise BagError(f"{_names(self.bags)} holds {names}, not campaign {campaign}")
-        return Recording(self.bags, [a for a in self.attempts if a.campaign_id == campaign], self.truncated,
-                         self.unsigned)
+        return Recording(
+            self.bags, [a for a in self.attempts if a.campaign_id == campaign], self.truncated, self.unsigned
+        )
 
     def trial(self, trial_id: str) -> list[Attempt]:
         found = [a for a in self.attempts if a.trial_id == trial_id]
@@ -135,8 +139,9 @@ def read(bags: Iterable[str | Path], keys=None) -> Recording:
             stamp = (msg.campaign_id, msg.trial_id, msg.header.stamp.sec, msg.header.stamp.nanosec)
             if stamp in by_stamp:  # the latched setup seen again by a restarted recorder
                 continue
-            attempt = Attempt(msg.campaign_id, msg.trial_id, msg.level, msg.axis, msg.world, msg.policy, msg,
-                              record.log_time)
+            attempt = Attempt(
+                msg.campaign_id, msg.trial_id, msg.level, msg.axis, msg.world, msg.policy, msg, record.log_time
+            )
             attempts.append(attempt)
             by_stamp[stamp] = latest[(msg.campaign_id, msg.trial_id)] = attempt
         elif record.topic == FINAL_STATE:

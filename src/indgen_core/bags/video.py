@@ -26,8 +26,13 @@ from indgen_core.records import Outcome
 IMAGE_TYPE = "sensor_msgs/msg/Image"
 BAR = 30  # px of caption under the frame (two lines)
 MIN_WIDTH = 320  # px; smaller camera frames are scaled up by a whole factor
-CHANNELS = {"rgb8": (3, [0, 1, 2]), "bgr8": (3, [2, 1, 0]), "rgba8": (4, [0, 1, 2]), "bgra8": (4, [2, 1, 0]),
-            "mono8": (1, [0, 0, 0])}
+CHANNELS = {
+    "rgb8": (3, [0, 1, 2]),
+    "bgr8": (3, [2, 1, 0]),
+    "rgba8": (4, [0, 1, 2]),
+    "bgra8": (4, [2, 1, 0]),
+    "mono8": (1, [0, 0, 0]),
+}
 
 
 def camera_topics(bag_readers) -> dict[str, str]:
@@ -165,12 +170,20 @@ def _file_name(trial_id: str) -> str:
     return "".join(c if c.isalnum() or c in "._-+" else "_" for c in trial_id)
 
 
-def write_videos(bag_readers, recording: Recording, attempts: list[Attempt], out_dir: Path,
-                 camera: str | None = None, fps: float = 15.0) -> list[_Video]:
+def write_videos(
+    bag_readers,
+    recording: Recording,
+    attempts: list[Attempt],
+    out_dir: Path,
+    camera: str | None = None,
+    fps: float = 15.0,
+) -> list[_Video]:
     cameras = camera_topics(bag_readers)
     if not cameras:
-        raise BagError(f"{', '.join(str(b.bag) for b in bag_readers)} has no camera images "
-                       "(the recorder was told to leave them out, or the world ran without cameras)")
+        raise BagError(
+            f"{', '.join(str(b.bag) for b in bag_readers)} has no camera images "
+            "(the recorder was told to leave them out, or the world ran without cameras)"
+        )
     if camera is None:
         camera = sorted(cameras)[0]
     if camera not in cameras:

@@ -59,10 +59,17 @@ def qos_of(profile) -> object:
         ns = int(getattr(duration, "nanoseconds", 0))
         return QosTime(ns // 1_000_000_000, ns % 1_000_000_000)
 
-    return Qos(QosHistory(int(profile.history)), int(profile.depth), QosReliability(int(profile.reliability)),
-               QosDurability(int(profile.durability)), span(profile.deadline), span(profile.lifespan),
-               QosLiveliness(int(profile.liveliness)), span(profile.liveliness_lease_duration),
-               bool(profile.avoid_ros_namespace_conventions))
+    return Qos(
+        QosHistory(int(profile.history)),
+        int(profile.depth),
+        QosReliability(int(profile.reliability)),
+        QosDurability(int(profile.durability)),
+        span(profile.deadline),
+        span(profile.lifespan),
+        QosLiveliness(int(profile.liveliness)),
+        span(profile.liveliness_lease_duration),
+        bool(profile.avoid_ros_namespace_conventions),
+    )
 
 
 class BagWriter:
@@ -176,8 +183,15 @@ def _with_type_hashes(writer) -> None:
         sm.write_string(metadata, offered_qos_profiles)
         sm.write_string(metadata, "topic_type_hash")
         sm.write_string(metadata, connection.digest)
-        storage.channels.append(sm.Channel(connection.id, connection.msgtype, connection.topic,
-                                           connection.ext.serialization_format, metadata.getvalue()))
+        storage.channels.append(
+            sm.Channel(
+                connection.id,
+                connection.msgtype,
+                connection.topic,
+                connection.ext.serialization_format,
+                metadata.getvalue(),
+            )
+        )
         storage.channel_stats[connection.id] = 0
         sm.write_channel(storage.chunk.bio, storage.channels[-1], storage.schemas)
 

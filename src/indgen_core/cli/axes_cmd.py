@@ -7,21 +7,33 @@ from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("axes", help="list, show and check axes (config/axes/*.yaml)",
-                       description="Axes are the structured directions a task is moved along, one atomic step per "
-                       "level. See README, 'Axes'.")
+    p = sub.add_parser(
+        "axes",
+        help="list, show and check axes (config/axes/*.yaml)",
+        description="Axes are the structured directions a task is moved along, one atomic step per "
+        "level. See README, 'Axes'.",
+    )
     asub = p.add_subparsers(dest="axes_command", metavar="ACTION", required=True)
-    lp = asub.add_parser("list", help="every known axis, one line each",
-                         description="List every axis in config/axes with its world, parameter, step and levels.")
+    lp = asub.add_parser(
+        "list",
+        help="every known axis, one line each",
+        description="List every axis in config/axes with its world, parameter, step and levels.",
+    )
     lp.set_defaults(func=cmd_list)
-    sp = asub.add_parser("show", help="the levels of one axis with their values and operator text",
-                         description="Print each level tau_k of an axis: parameter values in their units, "
-                         "in-distribution marks and the operator instruction for physical axes.")
+    sp = asub.add_parser(
+        "show",
+        help="the levels of one axis with their values and operator text",
+        description="Print each level tau_k of an axis: parameter values in their units, "
+        "in-distribution marks and the operator instruction for physical axes.",
+    )
     sp.add_argument("name", help="axis name (or a YAML file)")
     sp.set_defaults(func=cmd_show)
-    cp = asub.add_parser("check", help="validate axis files and run the Definition-4 checks",
-                         description="Validate axis YAML files and check single axis, atomic step and nesting on "
-                         "their levels. Exit status 1 when any file fails.")
+    cp = asub.add_parser(
+        "check",
+        help="validate axis files and run the Definition-4 checks",
+        description="Validate axis YAML files and check single axis, atomic step and nesting on "
+        "their levels. Exit status 1 when any file fails.",
+    )
     cp.add_argument("files", nargs="+", type=Path, help="axis YAML files")
     cp.set_defaults(func=cmd_check)
 
@@ -43,10 +55,15 @@ def cmd_list(args: argparse.Namespace) -> int:
     for col in ("axis", "worlds", "moves", "levels", "in distribution", "regime", "source"):
         table.add_column(col)
     for axis in library().all():
-        table.add_row(axis.name, ", ".join(axis.spec.worlds), _param_text(axis),
-                      f"{axis.spec.levels.min}..{axis.spec.levels.max}",
-                      ", ".join(str(k) for k in axis.spec.in_distribution), axis.spec.regime.replace("_", "-"),
-                      axis.spec.source)
+        table.add_row(
+            axis.name,
+            ", ".join(axis.spec.worlds),
+            _param_text(axis),
+            f"{axis.spec.levels.min}..{axis.spec.levels.max}",
+            ", ".join(str(k) for k in axis.spec.in_distribution),
+            axis.spec.regime.replace("_", "-"),
+            axis.spec.source,
+        )
     Console(width=200).print(table)
     return 0
 
@@ -61,10 +78,12 @@ def cmd_show(args: argparse.Namespace) -> int:
     axis = load_axis(args.name)
     console = Console(width=200)
     console.print(f"[bold]{axis.name}[/]: {axis.spec.description}")
-    console.print(f"worlds: {', '.join(axis.spec.worlds)}; regime: {axis.spec.regime}; moves: {_param_text(axis)}; "
-                  f"source: {axis.spec.source or '-'}")
+    console.print(
+        f"worlds: {', '.join(axis.spec.worlds)}; regime: {axis.spec.regime}; moves: {_param_text(axis)}; "
+        f"source: {axis.spec.source or '-'}"
+    )
     if axis.spec.language_instruction:
-        console.print(f"instruction: \"{axis.spec.language_instruction}\"")
+        console.print(f'instruction: "{axis.spec.language_instruction}"')
     table = Table()
     table.add_column("level")
     table.add_column("k", justify="right")
@@ -81,8 +100,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         table.add_row(*row)
     console.print(table)
     report = check_progression(axis)
-    console.print("Definition 4: " + ", ".join(f"{k.replace('_', ' ')} {'ok' if v else 'FAILED'}"
-                                               for k, v in report.summary().items()))
+    console.print(
+        "Definition 4: "
+        + ", ".join(f"{k.replace('_', ' ')} {'ok' if v else 'FAILED'}" for k, v in report.summary().items())
+    )
     return 0
 
 
@@ -107,8 +128,10 @@ def cmd_check(args: argparse.Namespace) -> int:
             continue
         report = check_progression(axis)
         if report.ok:
-            print(f"ok   {path}: {axis.name}, levels {axis.spec.levels.min}..{axis.spec.levels.max}, "
-                  + ", ".join(f"{k.replace('_', ' ')} ok" for k in report.summary()))
+            print(
+                f"ok   {path}: {axis.name}, levels {axis.spec.levels.min}..{axis.spec.levels.max}, "
+                + ", ".join(f"{k.replace('_', ' ')} ok" for k in report.summary())
+            )
         else:
             failed += 1
             for v in report.violations():

@@ -16,8 +16,11 @@ from indgen_core.cli.common import add_db_option
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("bag", help="inspect, re-score, time, watch and replay recorded campaigns",
-                       description="Work with the rosbag2 (MCAP) bags the recorder node writes for every campaign.")
+    p = sub.add_parser(
+        "bag",
+        help="inspect, re-score, time, watch and replay recorded campaigns",
+        description="Work with the rosbag2 (MCAP) bags the recorder node writes for every campaign.",
+    )
     cmds = p.add_subparsers(dest="bag_command", metavar="COMMAND", title="commands")
 
     def command(name: str, help_: str, func, campaign: bool = True, db: bool = False):
@@ -32,26 +35,47 @@ def register(sub: argparse._SubParsersAction) -> None:
         return c
 
     command("info", "topics, types, counts and rates, and the campaigns and trials inside", _info)
-    command("rescore", "judge every simulated trial again from its recorded final state and compare it with "
-            "the recorded result; list the operator's labels of real-robot trials", _rescore, db=True)
-    c = command("latency", "tick period, missed ticks, observation-to-command latency and policy round trip, "
-                "per trial and overall", _latency)
+    command(
+        "rescore",
+        "judge every simulated trial again from its recorded final state and compare it with "
+        "the recorded result; list the operator's labels of real-robot trials",
+        _rescore,
+        db=True,
+    )
+    c = command(
+        "latency",
+        "tick period, missed ticks, observation-to-command latency and policy round trip, per trial and overall",
+        _latency,
+    )
     c.add_argument("--trial", help="only this trial")
-    c = command("video", "an H.264 MP4 per trial with trial, level, step and outcome drawn on the frames; "
-                "one per level unless --trial or --all", _video, db=True)
+    c = command(
+        "video",
+        "an H.264 MP4 per trial with trial, level, step and outcome drawn on the frames; "
+        "one per level unless --trial or --all",
+        _video,
+        db=True,
+    )
     c.add_argument("--trial", help="only this trial")
     c.add_argument("--all", action="store_true", help="every finished attempt, not one per level")
     c.add_argument("--camera", help="camera name (default: the first recorded)")
     c.add_argument("--out", type=Path, help="output folder (default: <artifacts>/videos/<campaign>)")
     c.add_argument("--fps", type=float, default=15.0, help="frames per second (default 15, the control rate)")
-    c = command("replay", "send the recorded policy requests, open-loop, to another policy server and report how "
-                "far its actions are from the recorded ones, per level and action dimension", _replay)
+    c = command(
+        "replay",
+        "send the recorded policy requests, open-loop, to another policy server and report how "
+        "far its actions are from the recorded ones, per level and action dimension",
+        _replay,
+    )
     c.add_argument("--server", required=True, help="ws://HOST:PORT of the policy server to compare")
     c.add_argument("--api-key-file", help="file with the server's API key (default $INDGEN_POLICY_API_KEY)")
     c.add_argument("--trial", help="only this trial")
     c.add_argument("--timeout", type=float, default=30.0, help="seconds one reply may take")
-    command("repair", "close a bag whose recorder was killed: rebuild its cut .mcap files and metadata.yaml",
-            _repair, campaign=False)
+    command(
+        "repair",
+        "close a bag whose recorder was killed: rebuild its cut .mcap files and metadata.yaml",
+        _repair,
+        campaign=False,
+    )
     p.set_defaults(func=lambda args: p.print_help() or 2)
 
 
@@ -66,14 +90,19 @@ def _recording(args, keys=None):
 
     recording = trials.read(args.bags, keys).only(getattr(args, "campaign", None))
     for name in recording.truncated:
-        print(f"note: {name} ends inside a record (its recorder was killed); read up to its last complete chunk "
-              "(`indgen bag repair` closes it)", file=sys.stderr)
+        print(
+            f"note: {name} ends inside a record (its recorder was killed); read up to its last complete chunk "
+            "(`indgen bag repair` closes it)",
+            file=sys.stderr,
+        )
     return recording
 
 
 def _table(rows: list[list], header: list[str]) -> None:
-    cells = [header] + [["-" if v is None else v if isinstance(v, str) else f"{v:.1f}" if isinstance(v, float)
-                         else str(v) for v in row] for row in rows]
+    cells = [header] + [
+        ["-" if v is None else v if isinstance(v, str) else f"{v:.1f}" if isinstance(v, float) else str(v) for v in row]
+        for row in rows
+    ]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
     for i, row in enumerate(cells):
         print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
@@ -90,13 +119,28 @@ def _info(args) -> int:
     recording = _recording(args)
     campaigns = info.campaign_table(recording)
     files = [str(p) for r in readers for p in r.files]
-    print(f"bag: {', '.join(map(str, args.bags))}  ({len(files)} file{'s' * (len(files) != 1)}, "
-          f"{span['bytes'] / 2**20:.1f} MiB, {span['duration_s']:.1f} s, {sum(r['count'] for r in rows)} messages)")
+    print(
+        f"bag: {', '.join(map(str, args.bags))}  ({len(files)} file{'s' * (len(files) != 1)}, "
+        f"{span['bytes'] / 2**20:.1f} MiB, {span['duration_s']:.1f} s, {sum(r['count'] for r in rows)} messages)"
+    )
     _table([[r["topic"], r["type"], r["count"], r["rate_hz"]] for r in rows], ["topic", "type", "count", "Hz"])
     print()
-    _table([[c["campaign"], c["world"], c["axis"], c["policy"], ",".join(map(str, c["levels"])), c["trials"],
-             c["attempts"], " ".join(f"{k}={v}" for k, v in sorted(c["outcomes"].items())) or "-"]
-            for c in campaigns], ["campaign", "world", "axis", "policy", "levels", "trials", "attempts", "outcomes"])
+    _table(
+        [
+            [
+                c["campaign"],
+                c["world"],
+                c["axis"],
+                c["policy"],
+                ",".join(map(str, c["levels"])),
+                c["trials"],
+                c["attempts"],
+                " ".join(f"{k}={v}" for k, v in sorted(c["outcomes"].items())) or "-",
+            ]
+            for c in campaigns
+        ],
+        ["campaign", "world", "axis", "policy", "levels", "trials", "attempts", "outcomes"],
+    )
     _emit(args, {"files": files, **span, "topics": rows, "campaigns": campaigns})
     return 0
 
@@ -112,10 +156,20 @@ def _rescore(args) -> int:
     finally:
         store.close()
     rows = rescore.rescore(recording)
-    _table([[r.attempt.trial_id, r.attempt.level, r.recorded.name.lower() if r.recorded is not None else None,
-             r.outcome.name.lower() if r.outcome is not None else None,
-             "yes" if r.agrees else "NO" if r.agrees is False else "-", r.note or r.reason]
-            for r in rows], ["trial", "level", "recorded", "rescored", "agree", "note"])
+    _table(
+        [
+            [
+                r.attempt.trial_id,
+                r.attempt.level,
+                r.recorded.name.lower() if r.recorded is not None else None,
+                r.outcome.name.lower() if r.outcome is not None else None,
+                "yes" if r.agrees else "NO" if r.agrees is False else "-",
+                r.note or r.reason,
+            ]
+            for r in rows
+        ],
+        ["trial", "level", "recorded", "rescored", "agree", "note"],
+    )
     labelled = [a for a in recording.attempts if a.relabels or a.answers]
     if labelled:
         print("\noperator labels:")
@@ -126,8 +180,13 @@ def _rescore(args) -> int:
                 print(f"  {a.trial_id}: relabelled {_outcome(msg.outcome)} ({msg.reason})")
     s = rescore.summary(rows)
     signed = {a.signed for a in recording.attempts if a.result is not None}
-    check = ("signatures checked against the results store" if signed == {True} else
-             "signatures not checked (the results store has no key for this campaign)" if None in signed else "")
+    check = (
+        "signatures checked against the results store"
+        if signed == {True}
+        else "signatures not checked (the results store has no key for this campaign)"
+        if None in signed
+        else ""
+    )
     parts = [f"{s['agree']} of {s['compared']} judged trials agree with the recorded result"]
     if s["disagree"]:
         parts.append("DISAGREE: " + ", ".join(s["disagree"]))
@@ -136,15 +195,31 @@ def _rescore(args) -> int:
     if check:
         parts.append(check)
     if recording.unsigned:
-        parts.append(f"IGNORED {len(recording.unsigned)} result(s) not signed with the campaign's key "
-                     f"(altered or forged): {', '.join(dict.fromkeys(recording.unsigned))}")
+        parts.append(
+            f"IGNORED {len(recording.unsigned)} result(s) not signed with the campaign's key "
+            f"(altered or forged): {', '.join(dict.fromkeys(recording.unsigned))}"
+        )
     print("\n" + "; ".join(parts))
-    _emit(args, {**s, "unsigned": list(recording.unsigned),
-                 "trials": [{"trial": r.attempt.trial_id, "level": r.attempt.level, "agrees": r.agrees,
-                                  "recorded": r.recorded.name if r.recorded is not None else None,
-                                  "rescored": r.outcome.name if r.outcome is not None else None,
-                                  "recorded_score": r.recorded_score, "rescored_score": r.score,
-                                  "note": r.note or r.reason} for r in rows]})
+    _emit(
+        args,
+        {
+            **s,
+            "unsigned": list(recording.unsigned),
+            "trials": [
+                {
+                    "trial": r.attempt.trial_id,
+                    "level": r.attempt.level,
+                    "agrees": r.agrees,
+                    "recorded": r.recorded.name if r.recorded is not None else None,
+                    "rescored": r.outcome.name if r.outcome is not None else None,
+                    "recorded_score": r.recorded_score,
+                    "rescored_score": r.score,
+                    "note": r.note or r.reason,
+                }
+                for r in rows
+            ],
+        },
+    )
     return 1 if s["disagree"] else 0
 
 
@@ -180,11 +255,24 @@ def _latency(args) -> int:
     if not rows:
         print("no control ticks in the bag")
         return 1
-    _table([[r["trial"], r["ticks"], r["missed"], r["period_ms_p50"], r["period_ms_p99"], r["obs_to_command_ms_p50"],
-             r["obs_to_command_ms_p99"], r["round_trip_ms_p50"], r["round_trip_ms_p99"], r["server_ms_p50"]]
-            for r in [*rows, overall]],
-           ["trial", "ticks", "missed", "period p50", "p99", "obs->cmd p50", "p99", "round trip p50", "p99",
-            "server p50"])
+    _table(
+        [
+            [
+                r["trial"],
+                r["ticks"],
+                r["missed"],
+                r["period_ms_p50"],
+                r["period_ms_p99"],
+                r["obs_to_command_ms_p50"],
+                r["obs_to_command_ms_p99"],
+                r["round_trip_ms_p50"],
+                r["round_trip_ms_p99"],
+                r["server_ms_p50"],
+            ]
+            for r in [*rows, overall]
+        ],
+        ["trial", "ticks", "missed", "period p50", "p99", "obs->cmd p50", "p99", "round trip p50", "p99", "server p50"],
+    )
     print("(milliseconds, on the recorder's receive clock)")
     _emit(args, {"trials": rows, "overall": overall})
     return 0
@@ -201,18 +289,25 @@ def _video(args) -> int:
     if not attempts:
         print("no finished trial in the bag")
         return 1
-    out = args.out or paths.inside(paths.artifacts_dir() / "videos",
-                                   paths.check_id(args.campaign or attempts[0].campaign_id))
+    out = args.out or paths.inside(
+        paths.artifacts_dir() / "videos", paths.check_id(args.campaign or attempts[0].campaign_id)
+    )
     videos = video.write_videos(trials.readers(args.bags), recording, attempts, out, args.camera, args.fps)
     with open_store(args) as store:
         known = {c.id for c in store.campaigns()}
         for v in videos:
             print(f"{v.path}  ({v.frames} frames, level {v.attempt.level}, {_outcome(v.attempt.result.outcome)})")
             if v.frames and v.attempt.campaign_id in known:
-                store.add_artifact(v.attempt.campaign_id, "video", str(v.path), trial_id=v.attempt.trial_id,
-                                   level=v.attempt.level)
-    _emit(args, [{"path": str(v.path), "trial": v.attempt.trial_id, "level": v.attempt.level, "frames": v.frames}
-                 for v in videos])
+                store.add_artifact(
+                    v.attempt.campaign_id, "video", str(v.path), trial_id=v.attempt.trial_id, level=v.attempt.level
+                )
+    _emit(
+        args,
+        [
+            {"path": str(v.path), "trial": v.attempt.trial_id, "level": v.attempt.level, "frames": v.frames}
+            for v in videos
+        ],
+    )
     return 0 if any(v.frames for v in videos) else 1
 
 
@@ -225,8 +320,9 @@ def _replay(args) -> int:
     from indgen_core.wire.client import RemotePolicy, read_api_key
 
     recording = _recording(args)
-    wanted = {a.trial_id for a in recording.trial(args.trial)} if args.trial else \
-        {a.trial_id for a in recording.attempts}
+    wanted = (
+        {a.trial_id for a in recording.trial(args.trial)} if args.trial else {a.trial_id for a in recording.attempts}
+    )
     client = RemotePolicy(args.server, api_key=read_api_key(args.api_key_file), request_timeout=args.timeout)
     readers = trials.readers(args.bags)
     total = sum(r["count"] for r in info.topic_table(readers)[0] if r["topic"] == trials.POLICY_EXCHANGE)
@@ -246,8 +342,10 @@ def _replay(args) -> int:
         return 1
     rows = replay.by_level(result)
     names = rows[0]["names"]
-    _table([[str(r["level"]), r["requests"], *[f"{v:.4f}" for v in r["mean_abs"]]] for r in rows],
-           ["level", "requests", *names])
+    _table(
+        [[str(r["level"]), r["requests"], *[f"{v:.4f}" for v in r["mean_abs"]]] for r in rows],
+        ["level", "requests", *names],
+    )
     print(f"(mean |replayed - recorded| per action dimension; largest difference {result.max_abs():.4g})")
     if result.errors:
         print(f"{result.errors} replies could not be compared: {result.first_error}")
@@ -261,8 +359,13 @@ def _repair(args) -> int:
 
     for bag in args.bags:
         r = repair(bag)
-        what = (f"closed {', '.join(r['closed_files'])} (the cut originals kept as .mcap.cut)"
-                if r["closed_files"] else "no cut file")
-        print(f"{bag}: {what}; {'wrote' if r['wrote_metadata'] else 'kept'} metadata.yaml; "
-              f"{r['messages']} messages on {r['topics']} topics")
+        what = (
+            f"closed {', '.join(r['closed_files'])} (the cut originals kept as .mcap.cut)"
+            if r["closed_files"]
+            else "no cut file"
+        )
+        print(
+            f"{bag}: {what}; {'wrote' if r['wrote_metadata'] else 'kept'} metadata.yaml; "
+            f"{r['messages']} messages on {r['topics']} topics"
+        )
     return 0

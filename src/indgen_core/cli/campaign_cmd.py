@@ -10,9 +10,12 @@ from indgen_core.cli.common import add_db_option, open_store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("campaign", help="plan, run, resume, inspect and export campaigns",
-                       description="A campaign runs N trials per level of an axis for one or more policies, "
-                       "and records every result in the results store.")
+    p = sub.add_parser(
+        "campaign",
+        help="plan, run, resume, inspect and export campaigns",
+        description="A campaign runs N trials per level of an axis for one or more policies, "
+        "and records every result in the results store.",
+    )
     csub = p.add_subparsers(dest="campaign_command", metavar="ACTION", required=True)
 
     lp = csub.add_parser("list", help="campaigns in the store", description="List the campaigns in the store.")
@@ -23,29 +26,49 @@ def register(sub: argparse._SubParsersAction) -> None:
         ("plan", "check and write a campaign's plan without running it", cmd_plan),
         ("run", "plan a campaign and run it in this process (no ROS)", cmd_run),
     ):
-        pp = csub.add_parser(name, help=helptext, description=helptext[0].upper() + helptext[1:] + ". The "
-                             "protocol checks of Definition 4 run first; uncertified levels are refused unless "
-                             "--allow-uncertified is given with a --reason, which is recorded with the results.")
+        pp = csub.add_parser(
+            name,
+            help=helptext,
+            description=helptext[0].upper() + helptext[1:] + ". The "
+            "protocol checks of Definition 4 run first; uncertified levels are refused unless "
+            "--allow-uncertified is given with a --reason, which is recorded with the results.",
+        )
         pp.add_argument("config", type=Path, help="campaign YAML (config/campaigns/*.yaml)")
         pp.add_argument("--id", help="campaign id (default: <name>-<date>-<time>)")
-        pp.add_argument("--allow-uncertified", action="store_true",
-                        help="score levels that have no feasibility certificate (recorded in the results)")
+        pp.add_argument(
+            "--allow-uncertified",
+            action="store_true",
+            help="score levels that have no feasibility certificate (recorded in the results)",
+        )
         pp.add_argument("--reason", default="", help="why uncertified levels are acceptable (required with the above)")
         if name == "run":
             _workers_option(pp)
         else:
-            pp.add_argument("--expect", nargs="+", default=[], metavar="K=RATE",
-                            help="the success rate you expect at level K (e.g. 0=0.9 3=0.4); levels without one are "
-                            "sized against the threshold +- 0.15")
-            pp.add_argument("--trial-s", type=float, default=60.0, metavar="SECONDS",
-                            help="seconds one trial takes, reset included, for the robot time (default 60)")
-            pp.add_argument("--size-only", action="store_true",
-                            help="print how many trials each level needs and write nothing")
+            pp.add_argument(
+                "--expect",
+                nargs="+",
+                default=[],
+                metavar="K=RATE",
+                help="the success rate you expect at level K (e.g. 0=0.9 3=0.4); levels without one are "
+                "sized against the threshold +- 0.15",
+            )
+            pp.add_argument(
+                "--trial-s",
+                type=float,
+                default=60.0,
+                metavar="SECONDS",
+                help="seconds one trial takes, reset included, for the robot time (default 60)",
+            )
+            pp.add_argument(
+                "--size-only", action="store_true", help="print how many trials each level needs and write nothing"
+            )
         add_db_option(pp)
         pp.set_defaults(func=func)
 
-    for name, helptext, func in (("status", "progress and per-level counts", cmd_status),
-                                 ("resume", "run the pending trials of a campaign in this process", cmd_resume)):
+    for name, helptext, func in (
+        ("status", "progress and per-level counts", cmd_status),
+        ("resume", "run the pending trials of a campaign in this process", cmd_resume),
+    ):
         sp = csub.add_parser(name, help=helptext, description=helptext[0].upper() + helptext[1:] + ".")
         sp.add_argument("id", help="campaign id")
         if name == "resume":
@@ -53,17 +76,23 @@ def register(sub: argparse._SubParsersAction) -> None:
         add_db_option(sp)
         sp.set_defaults(func=func)
 
-    up = csub.add_parser("unblind", help="reveal which policy each letter of a blind campaign is",
-                         description="Reveal the policies behind the letters of a blind campaign. The store records "
-                         "who unblinded it and when; from then on reports and comparisons name the policies.")
+    up = csub.add_parser(
+        "unblind",
+        help="reveal which policy each letter of a blind campaign is",
+        description="Reveal the policies behind the letters of a blind campaign. The store records "
+        "who unblinded it and when; from then on reports and comparisons name the policies.",
+    )
     up.add_argument("id", help="campaign id")
     up.add_argument("--by", required=True, metavar="NAME", help="who unblinds it (recorded)")
     add_db_option(up)
     up.set_defaults(func=cmd_unblind)
 
-    ep = csub.add_parser("export", help="every trial with its result as CSV or JSON",
-                         description="Export every planned trial with its result (CSV), or with the campaign, "
-                         "events and artifacts (JSON).")
+    ep = csub.add_parser(
+        "export",
+        help="every trial with its result as CSV or JSON",
+        description="Export every planned trial with its result (CSV), or with the campaign, "
+        "events and artifacts (JSON).",
+    )
     ep.add_argument("id", help="campaign id")
     ep.add_argument("--format", choices=("csv", "json"), default="csv")
     ep.add_argument("--out", type=Path, help="output file (default: <id>.<format> in the current folder)")
@@ -82,8 +111,15 @@ def cmd_list(args: argparse.Namespace) -> int:
         for c in store.campaigns():
             rows = store.rows(c.id)
             done = sum(r.status != "pending" for r in rows)
-            table.add_row(c.id, c.axis, c.world, ", ".join(blind.shown_names(store, c).values()), c.purpose, c.status,
-                          f"{done}/{len(rows)}")
+            table.add_row(
+                c.id,
+                c.axis,
+                c.world,
+                ", ".join(blind.shown_names(store, c).values()),
+                c.purpose,
+                c.status,
+                f"{done}/{len(rows)}",
+            )
         Console(width=200).print(table)
     return 0
 
@@ -92,10 +128,18 @@ def _plan(args: argparse.Namespace, store):
     from indgen_core.campaign import load_campaign_config, plan_campaign
 
     config = load_campaign_config(args.config)
-    record = plan_campaign(store, config, campaign_id=args.id, allow_uncertified=args.allow_uncertified,
-                           override_reason=args.reason, source=str(args.config))
-    print(f"planned campaign {record.id}: {len(store.planned_trials(record.id))} trials "
-          f"({record.order_mode} order) in {store.path}")
+    record = plan_campaign(
+        store,
+        config,
+        campaign_id=args.id,
+        allow_uncertified=args.allow_uncertified,
+        override_reason=args.reason,
+        source=str(args.config),
+    )
+    print(
+        f"planned campaign {record.id}: {len(store.planned_trials(record.id))} trials "
+        f"({record.order_mode} order) in {store.path}"
+    )
     return record
 
 
@@ -122,47 +166,75 @@ def _print_sizes(args: argparse.Namespace) -> None:
     axis = library().get(config.axis)
     adaptive = bool(config.adaptive and config.adaptive.enabled)
     threshold = config_threshold(config, axis)
-    plan = planner.plan_levels(campaign_levels(config, axis, str(args.config)), threshold, config.trials_per_level,
-                               adaptive, planner.parse_expect(args.expect), len(config.policies), args.trial_s)
+    plan = planner.plan_levels(
+        campaign_levels(config, axis, str(args.config)),
+        threshold,
+        config.trials_per_level,
+        adaptive,
+        planner.parse_expect(args.expect),
+        len(config.policies),
+        args.trial_s,
+    )
     conf, power = f"{plan.confidence:.0%}", f"{plan.power:.0%}"
-    table = Table(title=f"trials per level to tell the rate from the threshold {threshold:g} ({conf} confidence, "
-                  f"{power} power)", caption=f"fixed: exact one-sided binomial test sized in advance; sequential: "
-                  f"the adaptive rule (anytime-valid), {planner.SIMULATED_RUNS} simulated runs per level, "
-                  "at most the cap")
-    for col in ("k", "planned rate", "fixed design", "sequential mean", "sequential p90", "cap",
-                "undecided at cap"):
+    table = Table(
+        title=f"trials per level to tell the rate from the threshold {threshold:g} ({conf} confidence, {power} power)",
+        caption=f"fixed: exact one-sided binomial test sized in advance; sequential: "
+        f"the adaptive rule (anytime-valid), {planner.SIMULATED_RUNS} simulated runs per level, "
+        "at most the cap",
+    )
+    for col in ("k", "planned rate", "fixed design", "sequential mean", "sequential p90", "cap", "undecided at cap"):
         table.add_column(col, justify="right")
     for lv in plan.levels:
-        table.add_row(str(lv.level), " or ".join(f"{r:g}" for r in lv.rates), str(lv.fixed),
-                      f"{lv.sequential.mean:.1f}", str(lv.sequential.p90), str(lv.cap),
-                      f"{lv.sequential.undecided:.0%}")
+        table.add_row(
+            str(lv.level),
+            " or ".join(f"{r:g}" for r in lv.rates),
+            str(lv.fixed),
+            f"{lv.sequential.mean:.1f}",
+            str(lv.sequential.p90),
+            str(lv.cap),
+            f"{lv.sequential.undecided:.0%}",
+        )
     console = Console(width=200)
     console.print(table)
     who = f"{plan.policies} policies" if plan.policies > 1 else "1 policy"
     fixed_h = plan.robot_hours([lv.fixed for lv in plan.levels])
     seq_h = plan.robot_hours([lv.sequential.mean for lv in plan.levels])
     written_h = plan.robot_hours([config.trials_per_level] * len(plan.levels))
-    console.print(f"robot time at {args.trial_s:g} s per trial for {who}: fixed design {fixed_h:.1f} h, "
-                  f"sequential rule {seq_h:.1f} h on average; as written ({config.trials_per_level} per level"
-                  f"{', adaptive' if adaptive else ''}) at most {written_h:.1f} h")
+    console.print(
+        f"robot time at {args.trial_s:g} s per trial for {who}: fixed design {fixed_h:.1f} h, "
+        f"sequential rule {seq_h:.1f} h on average; as written ({config.trials_per_level} per level"
+        f"{', adaptive' if adaptive else ''}) at most {written_h:.1f} h"
+    )
     short = [lv.level for lv in plan.levels if not adaptive and config.trials_per_level < lv.fixed]
     if short:
-        console.print(f"[yellow]note:[/] trials_per_level {config.trials_per_level} is fewer than the fixed design "
-                      f"needs at levels {short}: those verdicts will often stay undecided")
+        console.print(
+            f"[yellow]note:[/] trials_per_level {config.trials_per_level} is fewer than the fixed design "
+            f"needs at levels {short}: those verdicts will often stay undecided"
+        )
     undecided = [lv.level for lv in plan.levels if adaptive and lv.sequential.undecided > 0.2]
     if undecided:
-        console.print(f"[yellow]note:[/] with a cap of {config.trials_per_level} trials, levels {undecided} stay "
-                      "undecided in more than 20% of runs; raise trials_per_level")
+        console.print(
+            f"[yellow]note:[/] with a cap of {config.trials_per_level} trials, levels {undecided} stay "
+            "undecided in more than 20% of runs; raise trials_per_level"
+        )
 
 
 def _workers_option(p: argparse.ArgumentParser) -> None:
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=_worker_count, default=1, metavar="N",
-                       help="spread the trials over N worker processes on this machine (a Dask LocalCluster on "
-                       "127.0.0.1; 0: one per core); a worker that dies costs a retry of its trial, never a result")
-    where.add_argument("--cluster", metavar="ADDRESS",
-                       help="run the trials on the Dask cluster whose scheduler is at ADDRESS (tcp://HOST:8786); "
-                       "this process alone writes the results store")
+    where.add_argument(
+        "--workers",
+        type=_worker_count,
+        default=1,
+        metavar="N",
+        help="spread the trials over N worker processes on this machine (a Dask LocalCluster on "
+        "127.0.0.1; 0: one per core); a worker that dies costs a retry of its trial, never a result",
+    )
+    where.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="run the trials on the Dask cluster whose scheduler is at ADDRESS (tcp://HOST:8786); "
+        "this process alone writes the results store",
+    )
 
 
 def _worker_count(text: str) -> int:
@@ -199,26 +271,40 @@ def _run(store, campaign_id: str, workers: int = 1, cluster: str | None = None) 
     if cluster or workers != 1:
         from indgen_core import cluster as cluster_mod
 
-        with cluster_mod.connect(cluster, workers or cluster_mod.default_workers()) as client, \
-                ProgressPrinter(total, f"campaign {campaign_id}") as bar:
-            summary = cluster_mod.run_campaign_cluster(store, campaign_id, client,
-                                                       progress=lambda done, tot, trial, res: bar.update(
-                                                           done, f"{trial.trial_id}: {res.outcome.name.lower()}"))
+        with (
+            cluster_mod.connect(cluster, workers or cluster_mod.default_workers()) as client,
+            ProgressPrinter(total, f"campaign {campaign_id}") as bar,
+        ):
+            summary = cluster_mod.run_campaign_cluster(
+                store,
+                campaign_id,
+                client,
+                progress=lambda done, tot, trial, res: bar.update(
+                    done, f"{trial.trial_id}: {res.outcome.name.lower()}"
+                ),
+            )
     else:
         executor = InProcessExecutor(record.world, endpoints=record.config.get("endpoints"))
         try:
             with ProgressPrinter(total, f"campaign {campaign_id}") as bar:
-                summary = run_campaign(store, campaign_id, executor,
-                                       progress=lambda done, tot, trial, res: bar.update(
-                                           done, f"{trial.trial_id}: {res.outcome.name.lower()}"))
+                summary = run_campaign(
+                    store,
+                    campaign_id,
+                    executor,
+                    progress=lambda done, tot, trial, res: bar.update(
+                        done, f"{trial.trial_id}: {res.outcome.name.lower()}"
+                    ),
+                )
         finally:
             executor.close()
     if blind.rates_hidden(store, store.campaign(campaign_id)):
         print(f"blind campaign: its rates stay hidden until it is done (`indgen campaign resume {campaign_id}`)")
     else:
         print_table([summarize(store, campaign_id)])
-    print(f"ran {summary.ran} trials, skipped {summary.skipped}, {summary.remaining} pending; "
-          f"`indgen report {campaign_id}` writes the report")
+    print(
+        f"ran {summary.ran} trials, skipped {summary.skipped}, {summary.remaining} pending; "
+        f"`indgen report {campaign_id}` writes the report"
+    )
     return 0
 
 
@@ -231,24 +317,43 @@ def cmd_status(args: argparse.Namespace) -> int:
         counts = store.counts(args.id)
         names, hidden = blind.shown_names(store, c), blind.rates_hidden(store, c)
         console = Console(width=200)
-        console.print(f"[bold]{c.id}[/]: axis {c.axis}, world {c.world}, purpose {c.purpose}, status {c.status}, "
-                      f"order {c.order_mode}, seed {c.seed}")
+        console.print(
+            f"[bold]{c.id}[/]: axis {c.axis}, world {c.world}, purpose {c.purpose}, status {c.status}, "
+            f"order {c.order_mode}, seed {c.seed}"
+        )
         if c.override_uncertified:
             console.print(f"[yellow]uncertified levels allowed:[/] {c.override_reason}")
         table = Table()
-        for col in ("policy", "k", "planned", "success", "failure", "timeout", "invalid", "pending", "skipped",
-                    "aborted attempts"):
+        for col in (
+            "policy",
+            "k",
+            "planned",
+            "success",
+            "failure",
+            "timeout",
+            "invalid",
+            "pending",
+            "skipped",
+            "aborted attempts",
+        ):
             table.add_column(col, justify="right")
         for (policy, k), n in sorted(counts.items(), key=lambda kv: (names[kv[0][0]], kv[0][1])):
-            table.add_row(names[policy], str(k), *("hidden" if hidden and f in ("success", "failure", "timeout")
-                                                   else str(n[f]) for f in ("planned", "success", "failure",
-                                                                           "timeout", "invalid", "pending",
-                                                                           "skipped", "aborted")))
+            table.add_row(
+                names[policy],
+                str(k),
+                *(
+                    "hidden" if hidden and f in ("success", "failure", "timeout") else str(n[f])
+                    for f in ("planned", "success", "failure", "timeout", "invalid", "pending", "skipped", "aborted")
+                ),
+            )
         console.print(table)
         if blind.labels(c):
             event = blind.unblinding(store, c)
-            console.print(f"blind: {event['message']}" if event else
-                          "blind: policies named by letter" + (", outcomes hidden until it is done" if hidden else ""))
+            console.print(
+                f"blind: {event['message']}"
+                if event
+                else "blind: policies named by letter" + (", outcomes hidden until it is done" if hidden else "")
+            )
         pending = sum(n["pending"] for n in counts.values())
         total = sum(n["planned"] for n in counts.values())
         console.print(f"{total - pending}/{total} trials finished")
@@ -268,8 +373,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     with open_store(args) as store:
         if blind.blinded(store, store.campaign(args.id)):
-            raise IndGenError(f"campaign {args.id} is blind: its export names the policies, so it waits for "
-                              f"`indgen campaign unblind {args.id} --by NAME`")
+            raise IndGenError(
+                f"campaign {args.id} is blind: its export names the policies, so it waits for "
+                f"`indgen campaign unblind {args.id} --by NAME`"
+            )
         out = args.out or Path(f"{paths.check_id(args.id)}.{args.format}")
         path = store.export(args.id, out, args.format)
     print(f"exported {args.id} to {path}")

@@ -27,8 +27,7 @@ def name_list(text: str) -> list[str]:
 
 
 def add_db_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--db", type=Path, default=None,
-                   help=f"results store (default: $INDGEN_DB or {paths.default_db()})")
+    p.add_argument("--db", type=Path, default=None, help=f"results store (default: $INDGEN_DB or {paths.default_db()})")
 
 
 def open_store(args: argparse.Namespace):

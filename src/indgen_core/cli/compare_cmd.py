@@ -10,21 +10,38 @@ from indgen_core.cli.common import add_db_option, campaign_ids, open_store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("compare", help="compare policies level by level (paired by seed, Holm-adjusted)",
-                       description="Compare every policy of the named campaigns (or of a --group) with every other, "
-                       "at each level: the difference in success rate with its 95%% interval, the p-value adjusted by "
-                       "Holm over all levels and pairs, and which policy is shown better. A single campaign whose "
-                       "file registered an analysis runs exactly that one. Trials with the same planned seed are pairs "
-                       "(exact McNemar, Tango's interval); where the seeds differ, Boschloo's exact test and "
-                       "Newcombe's interval. Writes comparison.png and comparison.json.")
-    p.add_argument("campaigns", nargs="*", metavar="ID", help="campaign ids (one campaign of several policies, or "
-                   "several campaigns on the same axis and levels)")
+    p = sub.add_parser(
+        "compare",
+        help="compare policies level by level (paired by seed, Holm-adjusted)",
+        description="Compare every policy of the named campaigns (or of a --group) with every other, "
+        "at each level: the difference in success rate with its 95%% interval, the p-value adjusted by "
+        "Holm over all levels and pairs, and which policy is shown better. A single campaign whose "
+        "file registered an analysis runs exactly that one. Trials with the same planned seed are pairs "
+        "(exact McNemar, Tango's interval); where the seeds differ, Boschloo's exact test and "
+        "Newcombe's interval. Writes comparison.png and comparison.json.",
+    )
+    p.add_argument(
+        "campaigns",
+        nargs="*",
+        metavar="ID",
+        help="campaign ids (one campaign of several policies, or several campaigns on the same axis and levels)",
+    )
     p.add_argument("--group", help="every campaign of this group")
     how = p.add_mutually_exclusive_group()
-    how.add_argument("--paired", action="store_const", dest="pairing", const="paired",
-                     help="insist on the paired analysis: refuse when the seeds differ")
-    how.add_argument("--unpaired", action="store_const", dest="pairing", const="unpaired",
-                     help="ignore the pairing (Boschloo's test at every level)")
+    how.add_argument(
+        "--paired",
+        action="store_const",
+        dest="pairing",
+        const="paired",
+        help="insist on the paired analysis: refuse when the seeds differ",
+    )
+    how.add_argument(
+        "--unpaired",
+        action="store_const",
+        dest="pairing",
+        const="unpaired",
+        help="ignore the pairing (Boschloo's test at every level)",
+    )
     p.add_argument("--out", type=Path, help="output folder (default: <artifacts>/reports/compare-<first id>)")
     add_db_option(p)
     p.set_defaults(func=run, pairing="auto")
@@ -46,8 +63,9 @@ def run(args: argparse.Namespace) -> int:
         axis = record.axis
         registered = len(ids) == 1 and analysis.registered_analysis(record) and args.pairing == "auto"
         if registered:  # exactly the comparison the campaign file registered before its trials ran
-            comparisons, plan = analysis.registered_comparisons(store.rows(record.id), record,
-                                                                blind.shown_names(store, record))
+            comparisons, plan = analysis.registered_comparisons(
+                store.rows(record.id), record, blind.shown_names(store, record)
+            )
             print(f"pre-registered analysis: {plan}")
         else:
             arms = analysis.arms_of(store, ids, analysis.shown_labels(store, ids))
@@ -56,21 +74,36 @@ def run(args: argparse.Namespace) -> int:
         raise IndGenError("the campaigns share no level where both policies have a scored trial")
     console = Console(width=200)
     conf = f"{1 - comparisons[0].alpha:.0%}"
-    table = Table(title=f"policy differences along '{axis}' ({conf} intervals; p adjusted by Holm over "
-                  f"{len(comparisons)} comparisons)")
+    table = Table(
+        title=f"policy differences along '{axis}' ({conf} intervals; p adjusted by Holm over "
+        f"{len(comparisons)} comparisons)"
+    )
     for col in ("k", "A", "B", "A rate", "B rate", "A - B", f"{conf} interval", "method", "p", "Holm p", "better"):
         table.add_column(col, justify="left" if col in ("A", "B", "method") else "right")
     for c in comparisons:
-        table.add_row(str(c.level), c.a, c.b, f"{c.successes_a}/{c.n_a}", f"{c.successes_b}/{c.n_b}",
-                      f"{c.difference:+.0%}", f"[{c.interval[0]:+.0%}, {c.interval[1]:+.0%}]",
-                      f"paired, {c.pairs} pairs ({c.a_only} A only, {c.b_only} B only)" if c.pairs else "unpaired",
-                      f"{c.p_value:.3g}", f"{c.p_adjusted:.3g}", c.better or "-")
+        table.add_row(
+            str(c.level),
+            c.a,
+            c.b,
+            f"{c.successes_a}/{c.n_a}",
+            f"{c.successes_b}/{c.n_b}",
+            f"{c.difference:+.0%}",
+            f"[{c.interval[0]:+.0%}, {c.interval[1]:+.0%}]",
+            f"paired, {c.pairs} pairs ({c.a_only} A only, {c.b_only} B only)" if c.pairs else "unpaired",
+            f"{c.p_value:.3g}",
+            f"{c.p_adjusted:.3g}",
+            c.better or "-",
+        )
     console.print(table)
     out = args.out or paths.inside(paths.artifacts_dir() / "reports", "compare-" + paths.check_id(args.group or ids[0]))
     out.mkdir(parents=True, exist_ok=True)
     plot = difference_plot(comparisons, out / "comparison.png", axis)
     data = out / "comparison.json"
-    data.write_text(json.dumps({"campaigns": ids, "axis": axis, "pairing": args.pairing,
-                                "comparisons": comparison_rows(comparisons)}, indent=2))
+    data.write_text(
+        json.dumps(
+            {"campaigns": ids, "axis": axis, "pairing": args.pairing, "comparisons": comparison_rows(comparisons)},
+            indent=2,
+        )
+    )
     console.print(f"plot: {plot}\ndata: {data}")
     return 0

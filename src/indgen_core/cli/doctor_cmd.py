@@ -16,12 +16,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the checks as JSON instead of a table")
     p.add_argument("--no-render", action="store_true", help="skip the headless rendering probe (faster)")
-    p.add_argument("--cluster", metavar="ADDRESS", help="check the Dask cluster at ADDRESS instead: its workers, "
-                   "their IndGen version and the worlds and policies each has")
-    p.add_argument("--world", action="append", default=[], metavar="NAME",
-                   help="with --cluster: a world every worker must have (repeat for more)")
-    p.add_argument("--campaign", metavar="FILE",
-                   help="with --cluster: a campaign YAML; every worker must have its world and its policies")
+    p.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="check the Dask cluster at ADDRESS instead: its workers, "
+        "their IndGen version and the worlds and policies each has",
+    )
+    p.add_argument(
+        "--world",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="with --cluster: a world every worker must have (repeat for more)",
+    )
+    p.add_argument(
+        "--campaign",
+        metavar="FILE",
+        help="with --cluster: a campaign YAML; every worker must have its world and its policies",
+    )
     p.set_defaults(func=run)
 
 
@@ -77,8 +89,11 @@ def _cluster(args: argparse.Namespace) -> int:
         if lacking:
             problems.append(f"{address} lacks the policy(ies) {', '.join(lacking)}")
         print(line)
-    same = "same IndGen as this machine" if all(f["indgen"] == __version__ for f in facts.values()) else \
-        "NOT the same IndGen everywhere"
+    same = (
+        "same IndGen as this machine"
+        if all(f["indgen"] == __version__ for f in facts.values())
+        else "NOT the same IndGen everywhere"
+    )
     print(f"cluster {args.cluster}: {len(facts)} worker{'s' * (len(facts) != 1)}, {same} ({__version__})")
     for problem in problems:
         print(f"problem: {problem}")

@@ -6,10 +6,13 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("launch", help="bring a node graph up (the same graph as `ros2 launch indgen ...`)",
-                       description="Start every process of a graph profile (config/graphs/PROFILE.yaml) with "
-                       "prefixed logs; Ctrl-C or SIGTERM stops them all. Arguments are given as name:=value, as "
-                       "with ros2 launch. `--show` prints the commands without starting anything.")
+    p = sub.add_parser(
+        "launch",
+        help="bring a node graph up (the same graph as `ros2 launch indgen ...`)",
+        description="Start every process of a graph profile (config/graphs/PROFILE.yaml) with "
+        "prefixed logs; Ctrl-C or SIGTERM stops them all. Arguments are given as name:=value, as "
+        "with ros2 launch. `--show` prints the commands without starting anything.",
+    )
     p.add_argument("profile", nargs="?", help="graph profile, e.g. blockenv_axis (see --list)")
     p.add_argument("assignments", nargs="*", metavar="name:=value", help="profile arguments")
     p.add_argument("--show", action="store_true", help="print the resolved commands and exit")

@@ -9,14 +9,21 @@ from indgen_core.cli.common import add_db_option, campaign_ids, open_store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="table, plots, Markdown/HTML report and JSON summary of campaigns",
-                       description="Print the per-level table of one or more campaigns and write report.md, "
-                       "report.html (self-contained), success_per_level.png and summary.json. Several campaigns "
-                       "(or a --group) are drawn in one plot, one line per policy.")
+    p = sub.add_parser(
+        "report",
+        help="table, plots, Markdown/HTML report and JSON summary of campaigns",
+        description="Print the per-level table of one or more campaigns and write report.md, "
+        "report.html (self-contained), success_per_level.png and summary.json. Several campaigns "
+        "(or a --group) are drawn in one plot, one line per policy.",
+    )
     p.add_argument("campaigns", nargs="*", metavar="ID", help="campaign ids")
     p.add_argument("--group", help="every campaign of this group (e.g. a Table-1 run)")
-    p.add_argument("--twin", metavar="ID", help="a twin campaign of the same policy, axis and levels that ran these "
-                   "campaigns' seeds: adds the twin-sharpened intervals beside the real-only ones")
+    p.add_argument(
+        "--twin",
+        metavar="ID",
+        help="a twin campaign of the same policy, axis and levels that ran these "
+        "campaigns' seeds: adds the twin-sharpened intervals beside the real-only ones",
+    )
     p.add_argument("--out", type=Path, help="output folder (default: <artifacts>/reports/<first id>)")
     add_db_option(p)
     p.set_defaults(func=run)

@@ -8,28 +8,50 @@ from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("serve-policy", help="serve a local policy over openpi's websocket protocol",
-                       description="Serve a registered local policy (for example blockenv_oracle, blockenv_rnn) "
-                       "with the same websocket protocol as openpi's serve_policy.py: metadata on connect, "
-                       "msgpack observations in, actions out, /healthz, optional API key. Loopback by default. "
-                       "Every client frame is decoded as hostile input (numeric arrays only, bounded sizes); a "
-                       "malformed one closes only that client's connection.")
-    p.add_argument("name", nargs="?", help="registered policy name (see `indgen serve-policy --list`), "
-                   "or module:attribute")
+    p = sub.add_parser(
+        "serve-policy",
+        help="serve a local policy over openpi's websocket protocol",
+        description="Serve a registered local policy (for example blockenv_oracle, blockenv_rnn) "
+        "with the same websocket protocol as openpi's serve_policy.py: metadata on connect, "
+        "msgpack observations in, actions out, /healthz, optional API key. Loopback by default. "
+        "Every client frame is decoded as hostile input (numeric arrays only, bounded sizes); a "
+        "malformed one closes only that client's connection.",
+    )
+    p.add_argument(
+        "name", nargs="?", help="registered policy name (see `indgen serve-policy --list`), or module:attribute"
+    )
     p.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: loopback only)")
     p.add_argument("--port", type=int, default=8000, help="port (0: any free port; default 8000)")
-    p.add_argument("--api-key-file", type=Path, metavar="FILE",
-                   help="require 'Authorization: Api-Key KEY' with KEY the file's first line (default: "
-                   "$INDGEN_POLICY_API_KEY; a key is never given on the command line, where `ps` shows it)")
+    p.add_argument(
+        "--api-key-file",
+        type=Path,
+        metavar="FILE",
+        help="require 'Authorization: Api-Key KEY' with KEY the file's first line (default: "
+        "$INDGEN_POLICY_API_KEY; a key is never given on the command line, where `ps` shows it)",
+    )
     p.add_argument("--api-key", help=argparse.SUPPRESS)
     p.add_argument("--checkpoint", type=Path, help="checkpoint file for policies that load one")
-    p.add_argument("--max-frame-mb", type=float, default=64.0, metavar="MB",
-                   help="largest request frame accepted (default 64 MiB; larger frames close the connection)")
-    p.add_argument("--max-connections", type=int, default=8, metavar="N",
-                   help="clients served at once (default 8; more are refused with HTTP 503)")
+    p.add_argument(
+        "--max-frame-mb",
+        type=float,
+        default=64.0,
+        metavar="MB",
+        help="largest request frame accepted (default 64 MiB; larger frames close the connection)",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        default=8,
+        metavar="N",
+        help="clients served at once (default 8; more are refused with HTTP 503)",
+    )
     p.add_argument("--debug", action="store_true", help="send the full traceback with an error reply")
-    p.add_argument("--record-requests", type=Path, metavar="FILE",
-                   help="append one JSON line per request (each key's dtype and shape) to FILE: what clients sent")
+    p.add_argument(
+        "--record-requests",
+        type=Path,
+        metavar="FILE",
+        help="append one JSON line per request (each key's dtype and shape) to FILE: what clients sent",
+    )
     p.add_argument("--list", action="store_true", help="list the registered policies and exit")
     p.set_defaults(func=run)
 
@@ -49,8 +71,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.name:
         raise IndGenError("name the policy to serve (`indgen serve-policy --list` shows them)")
     if args.api_key is not None:
-        raise IndGenError("an API key is never given on the command line (every user can read it with ps): "
-                          "set INDGEN_POLICY_API_KEY or pass --api-key-file FILE")
+        raise IndGenError(
+            "an API key is never given on the command line (every user can read it with ps): "
+            "set INDGEN_POLICY_API_KEY or pass --api-key-file FILE"
+        )
     if args.max_connections < 1:
         raise IndGenError(f"--max-connections must be at least 1, got {args.max_connections}")
     if not 0.001 <= args.max_frame_mb <= 4096:
@@ -62,13 +86,21 @@ def run(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     limits = codec.Limits(max_frame_bytes=max(int(args.max_frame_mb * codec.MiB), 1024))
-    server = PolicyServer(lambda: factory_cls(**kwargs), host=args.host, port=args.port, api_key=api_key,
-                          limits=limits, max_connections=args.max_connections, debug=args.debug,
-                          record_requests=str(args.record_requests) if args.record_requests else None)
+    server = PolicyServer(
+        lambda: factory_cls(**kwargs),
+        host=args.host,
+        port=args.port,
+        api_key=api_key,
+        limits=limits,
+        max_connections=args.max_connections,
+        debug=args.debug,
+        record_requests=str(args.record_requests) if args.record_requests else None,
+    )
 
     def ready(port: int) -> None:
-        print(f"serving {args.name} on ws://{args.host}:{port} (healthz: http://{args.host}:{port}/healthz)",
-              flush=True)
+        print(
+            f"serving {args.name} on ws://{args.host}:{port} (healthz: http://{args.host}:{port}/healthz)", flush=True
+        )
 
     try:
         asyncio.run(server.serve_forever(ready))

@@ -39,8 +39,12 @@ LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability
 RELIABLE = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
 #: per-level scores: every one delivered, and the last of each level kept for late joiners (a
 #: console started in the middle of a campaign sees the whole table)
-LEVEL_SCORES = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE,
-                          durability=DurabilityPolicy.TRANSIENT_LOCAL, history=HistoryPolicy.KEEP_LAST)
+LEVEL_SCORES = QoSProfile(
+    depth=200,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+    history=HistoryPolicy.KEEP_LAST,
+)
 #: lock-step observations and actions: reliable, small queue
 LOCKSTEP = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
 
@@ -56,9 +60,11 @@ def declare(node: Node, **defaults) -> dict:
                 node.declare_parameter(name, value)
             except (InvalidParameterTypeException, InvalidParameterValueException):
                 given = getattr(node, "_parameter_overrides", {}).get(name)
-                raise IndGenError(f"parameter '{name}' of {node.get_name()} must be "
-                                  f"{_TYPE_WORDS.get(type(value), type(value).__name__)}, got "
-                                  f"{_shown(given.value if given is not None else '?')}") from None
+                raise IndGenError(
+                    f"parameter '{name}' of {node.get_name()} must be "
+                    f"{_TYPE_WORDS.get(type(value), type(value).__name__)}, got "
+                    f"{_shown(given.value if given is not None else '?')}"
+                ) from None
     return {name: node.get_parameter(name).value for name in defaults}
 
 
@@ -95,8 +101,10 @@ def guarded(node: Node, callback: Callable, what: str) -> Callable:
             return callback(*args)
         except Exception as exc:
             dropped.add(what)
-            node.get_logger().warning(f"dropped a {what} it cannot use ({dropped.counts[what]} so far): "
-                                      f"{first_line(exc)}", throttle_duration_sec=5.0)
+            node.get_logger().warning(
+                f"dropped a {what} it cannot use ({dropped.counts[what]} so far): {first_line(exc)}",
+                throttle_duration_sec=5.0,
+            )
             return None
 
     return safe
@@ -110,8 +118,13 @@ def subscribe(node: Node, msg_type, topic: str, callback: Callable, qos, with_in
     # rclpy passes the message info to a callback that takes two arguments, which `safe(*args)`
     # would appear to: the lambdas give it the arity wanted
     if with_info:
-        return node.create_subscription(msg_type, topic, lambda msg, info: safe(msg, info), qos,  # noqa: PLW0108
-                                        **kwargs)
+        return node.create_subscription(
+            msg_type,
+            topic,
+            lambda msg, info: safe(msg, info),  # noqa: PLW0108
+            qos,
+            **kwargs,
+        )
     return node.create_subscription(msg_type, topic, lambda msg: safe(msg), qos, **kwargs)  # noqa: PLW0108
 
 
@@ -120,16 +133,21 @@ def subscribe(node: Node, msg_type, topic: str, callback: Callable, qos, with_in
 #: transient-local reader never matches a best-effort or volatile writer; rclpy only logs an
 #: incompatible-QoS warning). It gets no history, so `subscribe_any` adds a transient-local
 #: reader for the last sample a latching writer kept.
-ANY_PUBLISHER = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT,
-                           durability=DurabilityPolicy.VOLATILE, history=HistoryPolicy.KEEP_LAST)
+ANY_PUBLISHER = QoSProfile(
+    depth=10,
+    reliability=ReliabilityPolicy.BEST_EFFORT,
+    durability=DurabilityPolicy.VOLATILE,
+    history=HistoryPolicy.KEEP_LAST,
+)
 
 
 def subscribe_any(node: Node, msg_type, topic: str, callback: Callable, **kwargs) -> list:
     """Subscribe `topic` so that any publisher's QoS matches (ANY_PUBLISHER, plus LATCHED for
     what a latching publisher kept). A message can arrive on both: `callback(msg, info)` gets
     rclpy's message info to tell repeats and old samples by their source timestamp."""
-    return [subscribe(node, msg_type, topic, callback, qos, with_info=True, **kwargs)
-            for qos in (ANY_PUBLISHER, LATCHED)]
+    return [
+        subscribe(node, msg_type, topic, callback, qos, with_info=True, **kwargs) for qos in (ANY_PUBLISHER, LATCHED)
+    ]
 
 
 def threaded_execute(work: Callable):

@@ -20,11 +20,19 @@ def duration(seconds: float) -> Duration:
 
 def setup_to_msg(s: records.TaskSetup, stamp=None) -> TaskSetup:
     msg = TaskSetup(
-        campaign_id=s.campaign_id, trial_id=s.trial_id, world=s.world, axis=s.axis, level=s.level,
+        campaign_id=s.campaign_id,
+        trial_id=s.trial_id,
+        world=s.world,
+        axis=s.axis,
+        level=s.level,
         in_distribution=s.in_distribution,
         parameters=[ParameterValue(name=p.name, value=float(p.value), unit=p.unit) for p in s.parameters],
-        trial_index=s.trial_index, seed=int(s.seed), policy=s.policy, language_instruction=s.language_instruction,
-        operator_instruction=s.operator_instruction, max_steps=int(s.max_steps),
+        trial_index=s.trial_index,
+        seed=int(s.seed),
+        policy=s.policy,
+        language_instruction=s.language_instruction,
+        operator_instruction=s.operator_instruction,
+        max_steps=int(s.max_steps),
         options_json=json.dumps(s.options, sort_keys=True) if s.options else "",
     )
     if stamp is not None:
@@ -34,10 +42,22 @@ def setup_to_msg(s: records.TaskSetup, stamp=None) -> TaskSetup:
 
 def result_to_msg(r: records.TrialResult, setup: records.TaskSetup, stamp=None) -> EpisodeResult:
     msg = EpisodeResult(
-        campaign_id=setup.campaign_id, trial_id=r.trial_id, world=setup.world, axis=setup.axis, policy=setup.policy,
-        level=setup.level, trial_index=setup.trial_index, seed=int(setup.seed), outcome=int(r.outcome),
-        reason=r.reason, partial_score=float(r.partial_score), steps=int(r.steps), duration=duration(r.duration_s),
-        wall_time_s=float(r.wall_time_s), source=int(r.source), artifacts=list(r.artifacts),
+        campaign_id=setup.campaign_id,
+        trial_id=r.trial_id,
+        world=setup.world,
+        axis=setup.axis,
+        policy=setup.policy,
+        level=setup.level,
+        trial_index=setup.trial_index,
+        seed=int(setup.seed),
+        outcome=int(r.outcome),
+        reason=r.reason,
+        partial_score=float(r.partial_score),
+        steps=int(r.steps),
+        duration=duration(r.duration_s),
+        wall_time_s=float(r.wall_time_s),
+        source=int(r.source),
+        artifacts=list(r.artifacts),
         details_json=json.dumps(r.details, sort_keys=True, default=str) if r.details else "",
     )
     if stamp is not None:
@@ -45,24 +65,53 @@ def result_to_msg(r: records.TrialResult, setup: records.TaskSetup, stamp=None) 
     return msg
 
 
-VERDICTS = {stats.UNDECIDED: LevelScore.VERDICT_UNDECIDED, stats.HELD: LevelScore.VERDICT_HELD,
-            stats.BROKEN: LevelScore.VERDICT_BROKEN}
+VERDICTS = {
+    stats.UNDECIDED: LevelScore.VERDICT_UNDECIDED,
+    stats.HELD: LevelScore.VERDICT_HELD,
+    stats.BROKEN: LevelScore.VERDICT_BROKEN,
+}
 
 
-def level_score_msg(campaign_id: str, axis: str, policy: str, s: stats.LevelStat, stamp=None,
-                    hidden: bool = False) -> LevelScore:
+def level_score_msg(
+    campaign_id: str, axis: str, policy: str, s: stats.LevelStat, stamp=None, hidden: bool = False
+) -> LevelScore:
     """`hidden`: a blind campaign still running; only the count of trials goes out."""
     if hidden:
-        msg = LevelScore(campaign_id=campaign_id, axis=axis, policy=policy, level=s.level,
-                         in_distribution=s.in_distribution, n=s.n, invalid=s.invalid, ci_low=0.0, ci_high=1.0,
-                         confidence=s.confidence, interval_kind=s.interval_kind, break_threshold=s.threshold,
-                         verdict=VERDICTS[stats.UNDECIDED], rates_hidden=True)
+        msg = LevelScore(
+            campaign_id=campaign_id,
+            axis=axis,
+            policy=policy,
+            level=s.level,
+            in_distribution=s.in_distribution,
+            n=s.n,
+            invalid=s.invalid,
+            ci_low=0.0,
+            ci_high=1.0,
+            confidence=s.confidence,
+            interval_kind=s.interval_kind,
+            break_threshold=s.threshold,
+            verdict=VERDICTS[stats.UNDECIDED],
+            rates_hidden=True,
+        )
     else:
         low, high = s.interval
-        msg = LevelScore(campaign_id=campaign_id, axis=axis, policy=policy, level=s.level,
-                         in_distribution=s.in_distribution, n=s.n, successes=s.successes, invalid=s.invalid,
-                         rate=s.rate, ci_low=low, ci_high=high, confidence=s.confidence,
-                         interval_kind=s.interval_kind, break_threshold=s.threshold, verdict=VERDICTS[s.verdict])
+        msg = LevelScore(
+            campaign_id=campaign_id,
+            axis=axis,
+            policy=policy,
+            level=s.level,
+            in_distribution=s.in_distribution,
+            n=s.n,
+            successes=s.successes,
+            invalid=s.invalid,
+            rate=s.rate,
+            ci_low=low,
+            ci_high=high,
+            confidence=s.confidence,
+            interval_kind=s.interval_kind,
+            break_threshold=s.threshold,
+            verdict=VERDICTS[s.verdict],
+        )
     if stamp is not None:
         msg.header.stamp = stamp
     return msg

@@ -40,8 +40,11 @@ def brief(values: np.ndarray, shown: int = 8) -> str:
 
 
 def joint_state(q, dq, gripper: float, stamp) -> JointState:
-    msg = JointState(name=[*ARM_JOINTS, GRIPPER_JOINT], position=[*map(float, q), float(gripper) * GRIPPER_CLOSED_RAD],
-                     velocity=[*map(float, dq), 0.0])
+    msg = JointState(
+        name=[*ARM_JOINTS, GRIPPER_JOINT],
+        position=[*map(float, q), float(gripper) * GRIPPER_CLOSED_RAD],
+        velocity=[*map(float, dq), 0.0],
+    )
     msg.header.stamp = stamp
     return msg
 
@@ -92,8 +95,14 @@ def read_gripper_command(msg: Float64MultiArray) -> float:
 
 def image(rgb: np.ndarray, stamp, frame_id: str) -> Image:
     rgb = np.ascontiguousarray(rgb, dtype=np.uint8)
-    msg = Image(height=rgb.shape[0], width=rgb.shape[1], encoding="rgb8", is_bigendian=0, step=rgb.shape[1] * 3,
-                data=rgb.tobytes())
+    msg = Image(
+        height=rgb.shape[0],
+        width=rgb.shape[1],
+        encoding="rgb8",
+        is_bigendian=0,
+        step=rgb.shape[1] * 3,
+        data=rgb.tobytes(),
+    )
     msg.header.stamp, msg.header.frame_id = stamp, frame_id
     return msg
 
@@ -118,17 +127,26 @@ def read_image(msg: Image) -> np.ndarray:
 def _pose(p):
     from geometry_msgs.msg import Point, Pose, Quaternion
 
-    return Pose(position=Point(x=float(p[0]), y=float(p[1]), z=float(p[2])),
-                orientation=Quaternion(w=float(p[3]), x=float(p[4]), y=float(p[5]), z=float(p[6])))
+    return Pose(
+        position=Point(x=float(p[0]), y=float(p[1]), z=float(p[2])),
+        orientation=Quaternion(w=float(p[3]), x=float(p[4]), y=float(p[5]), z=float(p[6])),
+    )
 
 
 def _array(p) -> np.ndarray:
-    return np.array([p.position.x, p.position.y, p.position.z,
-                     p.orientation.w, p.orientation.x, p.orientation.y, p.orientation.z])
+    return np.array(
+        [p.position.x, p.position.y, p.position.z, p.orientation.w, p.orientation.x, p.orientation.y, p.orientation.z]
+    )
 
 
-def object_poses(poses: dict[str, np.ndarray], stamp, frame_id: str = "fr3_link0", pick: str = "",
-                 place: str = "", grasp: np.ndarray | None = None):
+def object_poses(
+    poses: dict[str, np.ndarray],
+    stamp,
+    frame_id: str = "fr3_link0",
+    pick: str = "",
+    place: str = "",
+    grasp: np.ndarray | None = None,
+):
     """Privileged object poses (position + wxyz quaternion each) as an ObjectPoses message;
     `grasp` (x, y, top z, yaw) becomes pick_grasp."""
     from indgen_msgs.msg import ObjectPoses

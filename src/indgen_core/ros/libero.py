@@ -34,8 +34,9 @@ def read_state(eef: PoseStamped, fingers: JointState) -> np.ndarray:
     if any(n not in index for n in FINGERS):
         raise BadCommand(f"joint state lacks {', '.join(n for n in FINGERS if n not in index)}")
     p, o = eef.pose.position, eef.pose.orientation
-    return np.concatenate([[p.x, p.y, p.z], quat_xyzw_to_axis_angle([o.x, o.y, o.z, o.w]),
-                           [fingers.position[index[n]] for n in FINGERS]])
+    return np.concatenate(
+        [[p.x, p.y, p.z], quat_xyzw_to_axis_angle([o.x, o.y, o.z, o.w]), [fingers.position[index[n]] for n in FINGERS]]
+    )
 
 
 def osc_command(action, sequence: int) -> Float64MultiArray:

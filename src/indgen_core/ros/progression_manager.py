@@ -77,11 +77,31 @@ from indgen_msgs.srv import OperatorAck, OperatorRegister, PrepareTrial
 class ProgressionManager(Node):
     def __init__(self):
         super().__init__("progression_manager")
-        self.p = declare(self, campaign="", campaign_id="", db="", allow_uncertified=False, override_reason="",
-                         episode_timeout_s=600.0, server_wait_s=10.0, commit_timeout_s=30.0, abort_backoff_s=1.0,
-                         world_silence_s=5.0, wait_for_operator=False, operator_labels=False, prepare_timeout_s=60.0,
-                         prepare_retry_s=5.0, recorder=False, recorder_wait_s=30.0,
-                         exit_when_done=True, axis="", levels="", trials=0, world_options="", max_aborts_per_trial=0)
+        self.p = declare(
+            self,
+            campaign="",
+            campaign_id="",
+            db="",
+            allow_uncertified=False,
+            override_reason="",
+            episode_timeout_s=600.0,
+            server_wait_s=10.0,
+            commit_timeout_s=30.0,
+            abort_backoff_s=1.0,
+            world_silence_s=5.0,
+            wait_for_operator=False,
+            operator_labels=False,
+            prepare_timeout_s=60.0,
+            prepare_retry_s=5.0,
+            recorder=False,
+            recorder_wait_s=30.0,
+            exit_when_done=True,
+            axis="",
+            levels="",
+            trials=0,
+            world_options="",
+            max_aborts_per_trial=0,
+        )
         self.store = ResultsStore(self.p["db"] or None)
         self.record = self._plan_or_resume()
         self.key = self.store.campaign_key(self.record.id)
@@ -96,8 +116,9 @@ class ProgressionManager(Node):
         self.world = ActionClient(self, RunEpisode, topics.RUN_EPISODE, callback_group=self.group)
         self.ack_srv = serve(self, OperatorAck, topics.OPERATOR_ACK, self._on_ack, callback_group=self.group)
         self.answer_pub = self.create_publisher(OperatorAnswer, topics.OPERATOR_ANSWER, RELIABLE)
-        self.register_srv = serve(self, OperatorRegister, topics.OPERATOR_REGISTER, self._on_register,
-                                  callback_group=self.group)
+        self.register_srv = serve(
+            self, OperatorRegister, topics.OPERATOR_REGISTER, self._on_register, callback_group=self.group
+        )
         self.prepare_client = self.create_client(PrepareTrial, topics.PREPARE_TRIAL, callback_group=self.group)
         self._recorder_steady = threading.Event()
         self._recorder_waited = False
@@ -127,11 +148,17 @@ class ProgressionManager(Node):
         if not path.is_file() and (paths.config_dir() / path).is_file():
             path = paths.config_dir() / path  # a profile default such as campaigns/blockenv_oracle.yaml
         config = self._override(load_campaign_config(path))
-        record = plan_campaign(self.store, config, campaign_id=cid or None,
-                               allow_uncertified=self.p["allow_uncertified"],
-                               override_reason=self.p["override_reason"], source=str(path))
-        self.get_logger().info(f"planned campaign {record.id}: {len(self.store.planned_trials(record.id))} trials "
-                               f"in {self.store.path}")
+        record = plan_campaign(
+            self.store,
+            config,
+            campaign_id=cid or None,
+            allow_uncertified=self.p["allow_uncertified"],
+            override_reason=self.p["override_reason"],
+            source=str(path),
+        )
+        self.get_logger().info(
+            f"planned campaign {record.id}: {len(self.store.planned_trials(record.id))} trials in {self.store.path}"
+        )
         return record
 
     def _override(self, config):
@@ -150,8 +177,9 @@ class ProgressionManager(Node):
 
             extra = yaml.safe_load(str(self.p["world_options"]))
             if not isinstance(extra, dict):
-                raise IndGenError(f"world_options must be a YAML mapping such as '{{task: 3}}', got "
-                                  f"{self.p['world_options']!r}")
+                raise IndGenError(
+                    f"world_options must be a YAML mapping such as '{{task: 3}}', got {self.p['world_options']!r}"
+                )
             changes["world_options"] = {**config.world_options, **extra}
         return config.model_validate({**config.model_dump(), **changes}) if changes else config
 
@@ -171,10 +199,19 @@ class ProgressionManager(Node):
             self.get_logger().info("a person answers every prompt: run `indgen console` in another terminal")
         try:
             self._status(CampaignStatus.STATE_RUNNING, "started")
-            summary = run_campaign(self.store, self.record.id, self._execute, progress=self._progress,
-                                   max_consecutive_aborts=0, abort_backoff_s=self.p["abort_backoff_s"],
-                                   commit=self._commit, should_stop=self._stop.is_set, on_wait=self._waiting,
-                                   max_aborts_per_trial=self.p["max_aborts_per_trial"], blind_view=True)
+            summary = run_campaign(
+                self.store,
+                self.record.id,
+                self._execute,
+                progress=self._progress,
+                max_consecutive_aborts=0,
+                abort_backoff_s=self.p["abort_backoff_s"],
+                commit=self._commit,
+                should_stop=self._stop.is_set,
+                on_wait=self._waiting,
+                max_aborts_per_trial=self.p["max_aborts_per_trial"],
+                blind_view=True,
+            )
         except TooManyAborts as exc:  # a fault that keeps coming back: a person must look
             self.get_logger().error(str(exc))
             self._status(CampaignStatus.STATE_FAILED, str(exc))
@@ -186,8 +223,10 @@ class ProgressionManager(Node):
             self.request_exit(1)
             return
         if summary.remaining == 0:
-            self.get_logger().info(f"campaign {self.record.id} done: {summary.ran} trials run, "
-                                   f"{summary.aborted_attempts} aborted attempts re-run")
+            self.get_logger().info(
+                f"campaign {self.record.id} done: {summary.ran} trials run, "
+                f"{summary.aborted_attempts} aborted attempts re-run"
+            )
             self._status(CampaignStatus.STATE_DONE, "done")
             if self.p["exit_when_done"]:
                 time.sleep(1.0)  # let late subscribers (the scorer's report) see DONE
@@ -195,9 +234,11 @@ class ProgressionManager(Node):
         else:
             self._status(CampaignStatus.STATE_CANCELLED, f"stopped with {summary.remaining} trials pending")
             if self.flow.stopped_by and self.p["exit_when_done"]:
-                self.get_logger().info(f"campaign {self.record.id} stopped by {self.flow.stopped_by} with "
-                                       f"{summary.remaining} trials pending; launch it again with campaign_id:="
-                                       f"{self.record.id} to resume")
+                self.get_logger().info(
+                    f"campaign {self.record.id} stopped by {self.flow.stopped_by} with "
+                    f"{summary.remaining} trials pending; launch it again with campaign_id:="
+                    f"{self.record.id} to resume"
+                )
                 time.sleep(1.0)
                 self.request_exit(0)
 
@@ -213,8 +254,10 @@ class ProgressionManager(Node):
         wait = 2.0 if self._recorder_waited else self.p["recorder_wait_s"]
         self._recorder_waited = True
         if not self._recorder_steady.wait(wait):
-            self.get_logger().warning(f"the recorder has not settled on the graph's topics within {wait:.0f} s: "
-                                      f"the bag may miss the start of {setup.trial_id}")
+            self.get_logger().warning(
+                f"the recorder has not settled on the graph's topics within {wait:.0f} s: "
+                f"the bag may miss the start of {setup.trial_id}"
+            )
 
     def _execute(self, setup: SetupRecord) -> TrialResult:
         self._current = setup
@@ -297,16 +340,25 @@ class ProgressionManager(Node):
             if self.store.attempt_count(self.record.id, result.trial_id) > before:
                 return result.outcome.final
             time.sleep(0.02)
-        raise IndGenError(f"the scorer did not commit trial {result.trial_id} within {self.p['commit_timeout_s']} s "
-                          f"(is the scorer node running with db={self.store.path}?)")
+        raise IndGenError(
+            f"the scorer did not commit trial {result.trial_id} within {self.p['commit_timeout_s']} s "
+            f"(is the scorer node running with db={self.store.path}?)"
+        )
 
     # -- operator (operator_flow.py) ---------------------------------------------------------------
     def publish_prompt(self, prompt: operator.Prompt | None, trial: SetupRecord | None = None, **extra) -> None:
         msg = OperatorPrompt(kind=operator.INFO, campaign_id=self.record.id)
         if prompt is not None:
-            msg = OperatorPrompt(kind=prompt.kind, prompt_id=prompt.prompt_id, campaign_id=prompt.campaign_id,
-                                 trial_id=prompt.trial_id, level=prompt.level, text=prompt.text,
-                                 choices=prompt.choices, **extra)
+            msg = OperatorPrompt(
+                kind=prompt.kind,
+                prompt_id=prompt.prompt_id,
+                campaign_id=prompt.campaign_id,
+                trial_id=prompt.trial_id,
+                level=prompt.level,
+                text=prompt.text,
+                choices=prompt.choices,
+                **extra,
+            )
         elif trial is not None:
             msg.trial_id, msg.level = trial.trial_id, trial.level
         msg.header = self._header()
@@ -333,10 +385,18 @@ class ProgressionManager(Node):
 
     def hand_over_relabel(self, result: TrialResult, row) -> None:
         """Publish an operator's relabel (signed) until the scorer has it in the store."""
-        setup = SetupRecord(campaign_id=self.record.id, trial_id=row.trial_id, world=self.record.world,
-                            axis=self.record.axis, level=row.level, in_distribution=False, parameters=(),
-                            trial_index=row.trial_index, seed=row.seed,
-                            policy=blind.labels(self.record).get(row.policy, row.policy))
+        setup = SetupRecord(
+            campaign_id=self.record.id,
+            trial_id=row.trial_id,
+            world=self.record.world,
+            axis=self.record.axis,
+            level=row.level,
+            in_distribution=False,
+            parameters=(),
+            trial_index=row.trial_index,
+            seed=row.seed,
+            policy=blind.labels(self.record).get(row.policy, row.policy),
+        )
         msg = convert.result_to_msg(result, setup, self.get_clock().now().to_msg())
         msg.relabel = True
         messages.sign(msg, self.key)
@@ -346,18 +406,19 @@ class ProgressionManager(Node):
             if self.flow.wait_committed(result.details["relabel_id"], 1.0):
                 self.get_logger().info(f"{row.trial_id}: {result.reason}")
                 return
-        self.get_logger().error(f"the relabel of {row.trial_id} was not committed within "
-                                f"{self.p['commit_timeout_s']} s")
+        self.get_logger().error(
+            f"the relabel of {row.trial_id} was not committed within {self.p['commit_timeout_s']} s"
+        )
 
     def _on_register(self, request, response):
-        accepted, message, session = self.flow.desk.register(request.console_id, request.operator_name,
-                                                             request.role)
+        accepted, message, session = self.flow.desk.register(request.console_id, request.operator_name, request.role)
         response.accepted, response.message, response.session = accepted, message, session
         if accepted:
             role = "operate" if request.role == operator.OPERATE else "watch"
             who = self.flow.desk.consoles[str(request.console_id)].operator
-            self.get_logger().info(f"console {str(request.console_id)[:80]!r} ({(who or 'unnamed')[:80]!r}) "
-                                   f"registered to {role}")
+            self.get_logger().info(
+                f"console {str(request.console_id)[:80]!r} ({(who or 'unnamed')[:80]!r}) registered to {role}"
+            )
             response.campaign_id = self.record.id
             response.prompt = self._open_prompt if self.flow.desk.prompt is not None else OperatorPrompt()
         return response
@@ -367,10 +428,19 @@ class ProgressionManager(Node):
         console = self.flow.desk.consoles.get(str(request.console_id))
         # a console answers a prompt by its id; the bag pairs answers with trials, so name the trial
         trial_id = str(request.trial_id) or self._prompt_trials.get(str(request.prompt_id), "")
-        msg = OperatorAnswer(campaign_id=self.record.id, trial_id=trial_id, prompt_id=request.prompt_id,
-                             response=request.response, label=request.label, partial_score=request.partial_score,
-                             note=request.note, operator_name=console.operator if console else request.operator_name,
-                             console_id=request.console_id, accepted=response.accepted, message=response.message)
+        msg = OperatorAnswer(
+            campaign_id=self.record.id,
+            trial_id=trial_id,
+            prompt_id=request.prompt_id,
+            response=request.response,
+            label=request.label,
+            partial_score=request.partial_score,
+            note=request.note,
+            operator_name=console.operator if console else request.operator_name,
+            console_id=request.console_id,
+            accepted=response.accepted,
+            message=response.message,
+        )
         msg.header.stamp = self.get_clock().now().to_msg()
         self.answer_pub.publish(msg)  # for the bag: services are not recorded
         return response
@@ -378,8 +448,9 @@ class ProgressionManager(Node):
     def _prepare(self, setup: SetupRecord) -> tuple[bool, str]:
         """Ask the world to get ready (the real robot: reset pose) before the person builds
         the scene; worlds without /indgen/prepare_trial need nothing."""
-        if not self.prepare_client.wait_for_service(timeout_sec=self.p["server_wait_s"] if
-                                                    self._with_operator else 0.5):
+        if not self.prepare_client.wait_for_service(
+            timeout_sec=self.p["server_wait_s"] if self._with_operator else 0.5
+        ):
             return (False, f"no {topics.PREPARE_TRIAL} service") if self._with_operator else (True, "")
         request = PrepareTrial.Request(setup=convert.setup_to_msg(setup, self.get_clock().now().to_msg()))
         self._status(CampaignStatus.STATE_RUNNING, f"preparing {setup.trial_id}")
@@ -400,8 +471,10 @@ class ProgressionManager(Node):
         response = answered.result()
         if response.needs_operator and not self._world_needs_operator:
             self._world_needs_operator = True
-            self.get_logger().info("the world is physical: every scene waits for the operator, every episode is "
-                                   "labelled (run `indgen console` in another terminal)")
+            self.get_logger().info(
+                "the world is physical: every scene waits for the operator, every episode is "
+                "labelled (run `indgen console` in another terminal)"
+            )
         return bool(response.ready), response.message
 
     # -- status ---------------------------------------------------------------------------------
@@ -412,8 +485,7 @@ class ProgressionManager(Node):
 
     def _progress(self, done, total, trial, result) -> None:
         self._done = done
-        self.get_logger().info(f"[{done}/{total}] {trial.trial_id}: {result.outcome.name.lower()} "
-                               f"({result.reason})")
+        self.get_logger().info(f"[{done}/{total}] {trial.trial_id}: {result.outcome.name.lower()} ({result.reason})")
 
     def _waiting(self, reason: str, delay: float) -> None:
         self.get_logger().warning(f"trial aborted ({reason}); retrying in {delay:.1f} s")
@@ -422,10 +494,21 @@ class ProgressionManager(Node):
     def _status(self, state: int, message: str) -> None:
         pending = len(self.store.pending_trials(self.record.id))
         current = self._current
-        self.status_pub.publish(messages.sign(CampaignStatus(
-            header=self._header(), campaign_id=self.record.id, state=state, trials_total=self._total,
-            trials_done=self._total - pending, current_trial_id=current.trial_id if current else "",
-            current_level=current.level if current else 0, message=message), self.key))
+        self.status_pub.publish(
+            messages.sign(
+                CampaignStatus(
+                    header=self._header(),
+                    campaign_id=self.record.id,
+                    state=state,
+                    trials_total=self._total,
+                    trials_done=self._total - pending,
+                    current_trial_id=current.trial_id if current else "",
+                    current_level=current.level if current else 0,
+                    message=message,
+                ),
+                self.key,
+            )
+        )
 
     def _header(self):
         return Header(stamp=self.get_clock().now().to_msg())

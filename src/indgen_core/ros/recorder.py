@@ -59,12 +59,12 @@ SKIP_PREFIXES = ("/rosout", "/parameter_events")
 class Recorder(Node):
     def __init__(self):
         super().__init__("recorder")
-        self.p = declare(self, db="", bag_dir="", split_mb=1024.0, flush_s=2.0, exclude="",
-                         steady_s=1.0, robot="")
+        self.p = declare(self, db="", bag_dir="", split_mb=1024.0, flush_s=2.0, exclude="", steady_s=1.0, robot="")
         base = Path(self.p["bag_dir"]) if self.p["bag_dir"] else paths.artifacts_dir() / "bags"
         self.name = f"run-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
-        self.writer = BagWriter(paths.inside(base, self.name), split_bytes=int(self.p["split_mb"] * 2**20),
-                                flush_s=self.p["flush_s"])
+        self.writer = BagWriter(
+            paths.inside(base, self.name), split_bytes=int(self.p["split_mb"] * 2**20), flush_s=self.p["flush_s"]
+        )
         self.store = ResultsStore(self.p["db"] or None)
         self.exclude = tuple(parse_names(self.p["exclude"]))
         #: the robot configuration's exclusions, and what is recorded even under them (a user's
@@ -89,9 +89,13 @@ class Recorder(Node):
         self.get_logger().info(f"recording the graph into {self.writer.base}")
 
     def _wanted(self, topic: str, types: list[str]) -> bool:
-        return (not topic.startswith(SKIP_PREFIXES) and "/_action/" not in topic and len(types) == 1
-                and not topic.startswith(self.exclude)
-                and (topic in self.keep or not topic.startswith(self.robot_exclude)))
+        return (
+            not topic.startswith(SKIP_PREFIXES)
+            and "/_action/" not in topic
+            and len(types) == 1
+            and not topic.startswith(self.exclude)
+            and (topic in self.keep or not topic.startswith(self.robot_exclude))
+        )
 
     def _discover(self) -> None:
         if self._subscribe_new():
@@ -99,8 +103,9 @@ class Recorder(Node):
         steady = bool(self.recorded) and time.monotonic() - self._last_new >= self.p["steady_s"]
         if steady != self._steady:
             self._steady = steady
-            self.status_pub.publish(String(data=json.dumps({"bag": str(self.writer.base), "steady": steady,
-                                                            "topics": len(self.recorded)})))
+            self.status_pub.publish(
+                String(data=json.dumps({"bag": str(self.writer.base), "steady": steady, "topics": len(self.recorded)}))
+            )
 
     def _subscribe_new(self) -> bool:
         """Subscribe every wanted topic not recorded yet; whether there was one."""
@@ -135,6 +140,7 @@ class Recorder(Node):
                 self.writer.write(topic, msgtype, time.time_ns(), data)
             except Exception as exc:  # a full disk must not take the graph down: say it, keep going
                 self.get_logger().error(f"not recorded ({topic}): {first_line(exc)}", throttle_duration_sec=10.0)
+
         return take
 
     def _on_setup(self, msg: TaskSetup) -> None:
@@ -150,23 +156,32 @@ class Recorder(Node):
             return
         end = time.time_ns()
         try:
-            self.store.add_artifact(msg.campaign_id, "bag", str(self.writer.paths[-1]), trial_id=msg.trial_id,
-                                    level=msg.level, details={"start_ns": start, "end_ns": end,
-                                                              "attempt_outcome": int(msg.outcome)})
+            self.store.add_artifact(
+                msg.campaign_id,
+                "bag",
+                str(self.writer.paths[-1]),
+                trial_id=msg.trial_id,
+                level=msg.level,
+                details={"start_ns": start, "end_ns": end, "attempt_outcome": int(msg.outcome)},
+            )
         except Exception as exc:
             self.get_logger().error(f"bag artifact of {msg.trial_id} not stored: {first_line(exc)}")
 
     def close(self) -> None:
         self.writer.close()
-        self.get_logger().info(f"bag closed: {', '.join(map(str, self.writer.paths))} "
-                               f"({self.writer.messages} messages)")
+        self.get_logger().info(
+            f"bag closed: {', '.join(map(str, self.writer.paths))} ({self.writer.messages} messages)"
+        )
 
 
 def _subscriber_qos(offered, latched: bool) -> QoSProfile:
     reliable = offered is None or offered.reliability == ReliabilityPolicy.RELIABLE
-    return QoSProfile(depth=200, history=HistoryPolicy.KEEP_LAST,
-                      reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
-                      durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE)
+    return QoSProfile(
+        depth=200,
+        history=HistoryPolicy.KEEP_LAST,
+        reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE,
+    )
 
 
 def main() -> int:

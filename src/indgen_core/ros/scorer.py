@@ -51,9 +51,11 @@ class Scorer(Node):
         if messages.signed_by(msg, self.store.campaign_key(msg.campaign_id)):
             return True
         self.refused += 1
-        self.get_logger().warning(f"refused {what} for campaign {msg.campaign_id[:80]!r}: not signed by that "
-                                  f"campaign's progression manager ({self.refused} refused so far)",
-                                  throttle_duration_sec=5.0)
+        self.get_logger().warning(
+            f"refused {what} for campaign {msg.campaign_id[:80]!r}: not signed by that "
+            f"campaign's progression manager ({self.refused} refused so far)",
+            throttle_duration_sec=5.0,
+        )
         return False
 
     def _on_result(self, msg: EpisodeResult) -> None:
@@ -80,9 +82,15 @@ class Scorer(Node):
 
     def _relabel(self, msg, result) -> None:
         try:
-            self.store.relabel(msg.campaign_id, result.trial_id, result.outcome, result.partial_score,
-                               str(result.details.get("operator", "")), str(result.details.get("note", "")),
-                               ref=str(result.details.get("relabel_id", "")))
+            self.store.relabel(
+                msg.campaign_id,
+                result.trial_id,
+                result.outcome,
+                result.partial_score,
+                str(result.details.get("operator", "")),
+                str(result.details.get("note", "")),
+                ref=str(result.details.get("relabel_id", "")),
+            )
         except IndGenError as exc:
             self.get_logger().error(f"relabel of {msg.trial_id} not committed: {exc}")
             return
@@ -102,8 +110,11 @@ class Scorer(Node):
                 continue
             for stat in curve.levels:
                 if level is None or stat.level == level:
-                    self.score_pub.publish(convert.level_score_msg(record.id, record.axis, curve.policy, stat,
-                                                                   self.get_clock().now().to_msg(), hidden))
+                    self.score_pub.publish(
+                        convert.level_score_msg(
+                            record.id, record.axis, curve.policy, stat, self.get_clock().now().to_msg(), hidden
+                        )
+                    )
 
     def _on_status(self, msg: CampaignStatus) -> None:
         if msg.state != CampaignStatus.STATE_DONE or msg.campaign_id in self.reported:

@@ -63,9 +63,15 @@ def _server_ms(reply: dict[str, Any]) -> float:
 
 
 class RemotePolicy(Policy):
-    def __init__(self, uri: str, api_key: str | None = None, connect_timeout: float = 10.0,
-                 request_timeout: float = 30.0, backoff: tuple[float, float] = (0.2, 5.0),
-                 limits: codec.Limits = codec.DEFAULT_LIMITS):
+    def __init__(
+        self,
+        uri: str,
+        api_key: str | None = None,
+        connect_timeout: float = 10.0,
+        request_timeout: float = 30.0,
+        backoff: tuple[float, float] = (0.2, 5.0),
+        limits: codec.Limits = codec.DEFAULT_LIMITS,
+    ):
         self.uri = uri if uri.startswith("ws") else f"ws://{uri}"
         self.api_key = api_key
         self.connect_timeout = connect_timeout
@@ -93,13 +99,19 @@ class RemotePolicy(Policy):
         from websockets.sync.client import connect
 
         headers = {"Authorization": f"Api-Key {self.api_key}"} if self.api_key else None
-        ws = connect(self.uri, compression=None, max_size=self.limits.max_frame_bytes, additional_headers=headers,
-                     open_timeout=timeout, close_timeout=1.0, max_queue=2)
+        ws = connect(
+            self.uri,
+            compression=None,
+            max_size=self.limits.max_frame_bytes,
+            additional_headers=headers,
+            open_timeout=timeout,
+            close_timeout=1.0,
+            max_queue=2,
+        )
         try:
             frame = ws.recv(timeout=timeout)
             if isinstance(frame, str):
-                raise PolicyUnavailable(f"the policy server at {self.uri} refused the connection: "
-                                        f"{_last_line(frame)}")
+                raise PolicyUnavailable(f"the policy server at {self.uri} refused the connection: {_last_line(frame)}")
             metadata = codec.decode_dict(frame, self.limits, "metadata frame")
         except BaseException:
             with contextlib.suppress(Exception):

@@ -121,13 +121,17 @@ class _Decoder:
         data, dtype, shape = _get(obj, "data"), _dtype(_get(obj, "dtype")), _get(obj, "shape")
         if not isinstance(data, bytes):
             raise FrameError("array data must be a msgpack binary")
-        if not isinstance(shape, list | tuple) or len(shape) > self.limits.max_ndim or not all(
-                isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape):
+        if (
+            not isinstance(shape, list | tuple)
+            or len(shape) > self.limits.max_ndim
+            or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape)
+        ):
             raise FrameError(f"array shape must be at most {self.limits.max_ndim} non-negative integers")
         need = math.prod(shape) * dtype.itemsize
         if need != len(data):
-            raise FrameError(f"array of shape {tuple(shape)} and dtype {dtype.str} needs {need} bytes, "
-                             f"the frame carries {len(data)}")
+            raise FrameError(
+                f"array of shape {tuple(shape)} and dtype {dtype.str} needs {need} bytes, the frame carries {len(data)}"
+            )
         try:
             return np.frombuffer(data, dtype=dtype).reshape(shape).copy()  # owns its memory
         except ValueError as exc:
@@ -153,9 +157,16 @@ def decode(frame: bytes, limits: Limits = DEFAULT_LIMITS) -> Any:
     n = len(frame)
     try:
         return msgpack.unpackb(
-            frame, object_hook=decoder.object_hook, list_hook=decoder.list_hook, raw=False,
-            max_bin_len=n, max_str_len=min(n, limits.max_str_len),
-            max_array_len=min(n, limits.max_items), max_map_len=min(n, limits.max_items), max_ext_len=0)
+            frame,
+            object_hook=decoder.object_hook,
+            list_hook=decoder.list_hook,
+            raw=False,
+            max_bin_len=n,
+            max_str_len=min(n, limits.max_str_len),
+            max_array_len=min(n, limits.max_items),
+            max_map_len=min(n, limits.max_items),
+            max_ext_len=0,
+        )
     except FrameError:
         raise
     except msgpack.StackError:

@@ -48,10 +48,18 @@ def is_loopback(host: str) -> bool:
 
 
 class PolicyServer:
-    def __init__(self, factory: Callable[[], Policy], host: str = "127.0.0.1", port: int = 8000,
-                 api_key: str | None = None, metadata: dict[str, Any] | None = None,
-                 limits: codec.Limits = codec.DEFAULT_LIMITS, max_connections: int = 8, debug: bool = False,
-                 record_requests: str | None = None):
+    def __init__(
+        self,
+        factory: Callable[[], Policy],
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        api_key: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        limits: codec.Limits = codec.DEFAULT_LIMITS,
+        max_connections: int = 8,
+        debug: bool = False,
+        record_requests: str | None = None,
+    ):
         if max_connections < 1:
             raise ValueError(f"max_connections must be at least 1, got {max_connections}")
         self.factory = factory
@@ -70,8 +78,11 @@ class PolicyServer:
         self._codec_pool = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="codec")
         self._server: ws_server.Server | None = None
         if not is_loopback(host) and not api_key:
-            log.warning("listening on %s without an API key: anyone who can reach this port can drive the "
-                        "policy; set INDGEN_POLICY_API_KEY or --api-key-file, or keep it on loopback", host)
+            log.warning(
+                "listening on %s without an API key: anyone who can reach this port can drive the "
+                "policy; set INDGEN_POLICY_API_KEY or --api-key-file, or keep it on loopback",
+                host,
+            )
 
     def _authorized(self, header: str | None) -> bool:
         expected = f"Api-Key {self.api_key}".encode()
@@ -84,8 +95,10 @@ class PolicyServer:
             return connection.respond(http.HTTPStatus.UNAUTHORIZED, "missing or wrong API key\n")
         if self.active >= self.max_connections:
             log.warning("refused a client from %s: already %d connections", connection.remote_address, self.active)
-            return connection.respond(http.HTTPStatus.SERVICE_UNAVAILABLE,
-                                      f"busy: {self.active} clients connected (limit {self.max_connections})\n")
+            return connection.respond(
+                http.HTTPStatus.SERVICE_UNAVAILABLE,
+                f"busy: {self.active} clients connected (limit {self.max_connections})\n",
+            )
         return None
 
     async def _in_pool(self, fn, *args):
@@ -153,8 +166,11 @@ class PolicyServer:
     def _closed(self, exc: ConnectionClosed, peer: str) -> None:
         if exc.sent is not None and exc.sent.code == CloseCode.MESSAGE_TOO_BIG:
             self.refused_frames += 1
-            log.warning("client %s sent a frame over %d bytes; its connection is closed (1009)", peer,
-                        self.limits.max_frame_bytes)
+            log.warning(
+                "client %s sent a frame over %d bytes; its connection is closed (1009)",
+                peer,
+                self.limits.max_frame_bytes,
+            )
         else:
             log.info("client disconnected: %s", peer)
 
@@ -165,13 +181,20 @@ class PolicyServer:
             log.error("policy error for %s, closing its connection:\n%s", peer, text)
         else:
             log.error("policy error for %s, closing its connection: %s", peer, text)
-        await _close(websocket, text, CloseCode.INTERNAL_ERROR, "Internal server error. Error included in previous "
-                     "frame.")
+        await _close(
+            websocket, text, CloseCode.INTERNAL_ERROR, "Internal server error. Error included in previous frame."
+        )
 
     async def serve_forever(self, ready: Callable[[int], None] | None = None) -> None:
-        async with ws_server.serve(self._handle, self.host, self.port, compression=None,
-                                   max_size=self.limits.max_frame_bytes, max_queue=2,
-                                   process_request=self._process_request) as server:
+        async with ws_server.serve(
+            self._handle,
+            self.host,
+            self.port,
+            compression=None,
+            max_size=self.limits.max_frame_bytes,
+            max_queue=2,
+            process_request=self._process_request,
+        ) as server:
             self._server = server
             self.port = server.sockets[0].getsockname()[1]
             if ready:
@@ -202,8 +225,18 @@ def _record(path: str, obs: dict[str, Any]) -> None:
 
     import numpy as np
 
-    summary = {k: [v.dtype.str, list(v.shape)] if isinstance(v, np.ndarray | np.generic) else type(v).__name__
-               for k, v in obs.items()}
+    summary = {
+        k: [v.dtype.str, list(v.shape)] if isinstance(v, np.ndarray | np.generic) else type(v).__name__
+        for k, v in obs.items()
+    }
     with open(path, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps({"at": time.time(), "keys": summary, "prompt": obs.get("prompt", "")
-                             if isinstance(obs.get("prompt"), str) else ""}) + "\n")
+        fh.write(
+            json.dumps(
+                {
+                    "at": time.time(),
+                    "keys": summary,
+                    "prompt": obs.get("prompt", "") if isinstance(obs.get("prompt"), str) else "",
+                }
+            )
+            + "\n"
+        )

@@ -16,8 +16,15 @@ from indgen_robot.console import model as m
 from indgen_robot.console import screen
 
 #: prompt_toolkit's key names -> the model's
-KEYS = {"c-m": "enter", "c-j": "enter", "enter": "enter", " ": "space", "escape": "escape", "c-h": "backspace",
-        "backspace": "backspace"}
+KEYS = {
+    "c-m": "enter",
+    "c-j": "enter",
+    "enter": "enter",
+    " ": "space",
+    "escape": "escape",
+    "c-h": "backspace",
+    "backspace": "backspace",
+}
 
 
 def run(model: m.ConsoleModel, link) -> int:
@@ -52,7 +59,12 @@ def run(model: m.ConsoleModel, link) -> int:
         with lock:
             return screen.render(model)
 
-    app = Application(layout=Layout(Window(FormattedTextControl(text), wrap_lines=False)), key_bindings=bindings,
-                      full_screen=True, refresh_interval=0.2, mouse_support=False)
+    app = Application(
+        layout=Layout(Window(FormattedTextControl(text), wrap_lines=False)),
+        key_bindings=bindings,
+        full_screen=True,
+        refresh_interval=0.2,
+        mouse_support=False,
+    )
     _ = pt
     return int(app.run() or 0)

@@ -26,20 +26,48 @@ from dataclasses import dataclass, field
 from indgen_core import operator as op
 
 WAITING, SETUP, RUNNING, LABEL, RELABEL, NOTE, PAUSED, ESTOP = (
-    "waiting", "setup", "running", "label", "relabel", "note", "paused", "estop")
+    "waiting",
+    "setup",
+    "running",
+    "label",
+    "relabel",
+    "note",
+    "paused",
+    "estop",
+)
 
 HELP = {
     WAITING: [("p", "pause after the current trial"), ("?", "help")],
-    SETUP: [("Enter", "scene ready: start the trial"), ("s", "skip this trial (recorded, not scored)"),
-            ("q", "stop the campaign safely (resumable)"), ("p", "pause after this trial"), ("?", "help")],
-    RUNNING: [("space", "end the episode now (then label it)"), ("x / Esc", "soft e-stop: the robot holds, the "
-              "trial is aborted and run again"), ("p", "pause after this trial"), ("?", "help")],
-    LABEL: [("y", "success"), ("n", "failure"), ("i", "invalid setup (never a policy failure)"),
-            ("0-100", "then y, n or Enter: partial score"), ("t", "type a note for this label"),
-            ("r", "redo the trial (this attempt kept as superseded)"), ("u", "relabel the previous trial"),
-            ("p", "pause after this trial"), ("?", "help")],
-    RELABEL: [("y / n / i", "the previous trial's new label"), ("0-100", "partial score"), ("t", "note"),
-              ("Esc", "cancel")],
+    SETUP: [
+        ("Enter", "scene ready: start the trial"),
+        ("s", "skip this trial (recorded, not scored)"),
+        ("q", "stop the campaign safely (resumable)"),
+        ("p", "pause after this trial"),
+        ("?", "help"),
+    ],
+    RUNNING: [
+        ("space", "end the episode now (then label it)"),
+        ("x / Esc", "soft e-stop: the robot holds, the trial is aborted and run again"),
+        ("p", "pause after this trial"),
+        ("?", "help"),
+    ],
+    LABEL: [
+        ("y", "success"),
+        ("n", "failure"),
+        ("i", "invalid setup (never a policy failure)"),
+        ("0-100", "then y, n or Enter: partial score"),
+        ("t", "type a note for this label"),
+        ("r", "redo the trial (this attempt kept as superseded)"),
+        ("u", "relabel the previous trial"),
+        ("p", "pause after this trial"),
+        ("?", "help"),
+    ],
+    RELABEL: [
+        ("y / n / i", "the previous trial's new label"),
+        ("0-100", "partial score"),
+        ("t", "note"),
+        ("Esc", "cancel"),
+    ],
     NOTE: [("text", "the note"), ("Enter", "keep it"), ("Esc", "drop it")],
     PAUSED: [("Enter", "resume the campaign"), ("q", "stop the campaign safely (resumable)"), ("?", "help")],
     ESTOP: [("e", "release the soft e-stop (the trial runs again)"), ("?", "help")],
@@ -247,8 +275,11 @@ class ConsoleModel:
         if key == "u":
             if not self.prompt.previous_trial_id:
                 return self._refuse(key, "there is no previous labelled trial to relabel")
-            self.mode, self.number, self.message = "relabel", "", (
-                f"relabel {self.prompt.previous_trial_id}: y, n or i (Esc cancels)")
+            self.mode, self.number, self.message = (
+                "relabel",
+                "",
+                (f"relabel {self.prompt.previous_trial_id}: y, n or i (Esc cancels)"),
+            )
             return []
         return self._waiting(key)
 
@@ -312,6 +343,13 @@ def _shown(key: str) -> str:
 
 
 def _doing(state: str) -> str:
-    return {WAITING: "the campaign is between trials", SETUP: "the scene is being built",
-            RUNNING: "an episode runs", LABEL: "the episode waits for its label", RELABEL: "relabelling",
-            NOTE: "typing a note", PAUSED: "the campaign is paused", ESTOP: "the e-stop is engaged"}[state]
+    return {
+        WAITING: "the campaign is between trials",
+        SETUP: "the scene is being built",
+        RUNNING: "an episode runs",
+        LABEL: "the episode waits for its label",
+        RELABEL: "relabelling",
+        NOTE: "typing a note",
+        PAUSED: "the campaign is paused",
+        ESTOP: "the e-stop is engaged",
+    }[state]

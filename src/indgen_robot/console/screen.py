@@ -40,8 +40,10 @@ def _table(model: m.ConsoleModel) -> list[str]:
         if s.get("hidden"):  # a blind campaign: how a policy does stays hidden until the campaign is done
             rows.append(f"  {policy[:22]:<22} {k:>3} {s['n']:>4}  (blind: hidden until the campaign is done){mark}")
             continue
-        rows.append(f"  {policy[:22]:<22} {k:>3} {s['n']:>4} {s['successes']:>5} {100 * s['rate']:>5.0f}%  "
-                    f"[{100 * low:3.0f}%, {100 * high:3.0f}%]   {s['verdict']}{mark}")
+        rows.append(
+            f"  {policy[:22]:<22} {k:>3} {s['n']:>4} {s['successes']:>5} {100 * s['rate']:>5.0f}%  "
+            f"[{100 * low:3.0f}%, {100 * high:3.0f}%]   {s['verdict']}{mark}"
+        )
     return rows
 
 
@@ -62,27 +64,45 @@ def prompt_box(model: m.ConsoleModel) -> list[str]:
         lines.append(f"partial score: {model.number or '-'}   note: {model.note or '-'}")
         return _box(f"LABEL THE EPISODE  {p.trial_id}", lines, keys)
     if state == m.RELABEL:
-        return _box(f"RELABEL THE PREVIOUS TRIAL  {p.previous_trial_id}",
-                    [f"new label for {p.previous_trial_id}: y, n or i; the old label stays in the history",
-                     f"partial score: {model.number or '-'}   note: {model.note or '-'}"], keys)
+        return _box(
+            f"RELABEL THE PREVIOUS TRIAL  {p.previous_trial_id}",
+            [
+                f"new label for {p.previous_trial_id}: y, n or i; the old label stays in the history",
+                f"partial score: {model.number or '-'}   note: {model.note or '-'}",
+            ],
+            keys,
+        )
     if state == m.NOTE:
         return _box("NOTE", [f"> {model.note_buffer}_"], keys)
     if state == m.PAUSED:
         return _box("PAUSED", [p.text], keys)
     if state == m.ESTOP:
-        return _box("SOFT E-STOP ENGAGED", ["The robot holds; the interrupted trial is aborted and runs again after "
-                                            "the release. The hardware e-stop stops a robot that does not hold."],
-                    keys)
+        return _box(
+            "SOFT E-STOP ENGAGED",
+            [
+                "The robot holds; the interrupted trial is aborted and runs again after "
+                "the release. The hardware e-stop stops a robot that does not hold."
+            ],
+            keys,
+        )
     if state == m.RUNNING:
-        return _box(f"EPISODE RUNNING  {model.trial_id}", [
-            f"step {model.step}   {model.episode_seconds():5.1f} s   {model.tick_rate:4.1f} Hz"], keys)
+        return _box(
+            f"EPISODE RUNNING  {model.trial_id}",
+            [f"step {model.step}   {model.episode_seconds():5.1f} s   {model.tick_rate:4.1f} Hz"],
+            keys,
+        )
     text = model.campaign_message or ("waiting for the campaign" if not model.campaign else "between trials")
     return _box("WAITING", [text], keys)
 
 
 def render(model: m.ConsoleModel) -> str:
-    policy = ("connected" if model.policy_connected else f"LOST ({model.policy_message})"
-              if model.policy_connected is False else "unknown")
+    policy = (
+        "connected"
+        if model.policy_connected
+        else f"LOST ({model.policy_message})"
+        if model.policy_connected is False
+        else "unknown"
+    )
     robot = model.robot_state or "simulated world"
     if model.robot_message and model.robot_state:
         robot += f" ({model.robot_message[:60]})"

@@ -52,8 +52,14 @@ def parse_sources(text: str) -> dict[str, str]:
 
 def bgr_image(frame: np.ndarray, stamp, frame_id: str) -> Image:
     frame = np.ascontiguousarray(frame, dtype=np.uint8)
-    msg = Image(height=frame.shape[0], width=frame.shape[1], encoding="bgr8", is_bigendian=0,
-                step=frame.shape[1] * 3, data=frame.tobytes())
+    msg = Image(
+        height=frame.shape[0],
+        width=frame.shape[1],
+        encoding="bgr8",
+        is_bigendian=0,
+        step=frame.shape[1] * 3,
+        data=frame.tobytes(),
+    )
     msg.header.stamp, msg.header.frame_id = stamp, frame_id
     return msg
 
@@ -73,8 +79,9 @@ def left_eye(frame: np.ndarray, stereo: str) -> np.ndarray:
 
 
 class Camera:
-    def __init__(self, name: str, source: str, size: tuple[int, int], loop: bool, log, stereo: str = "auto",
-                 clock=None):
+    def __init__(
+        self, name: str, source: str, size: tuple[int, int], loop: bool, log, stereo: str = "auto", clock=None
+    ):
         cv2 = require("cv2", "all", "camera_node")
         self.cv2, self.name, self.source, self.size, self.loop, self.log = cv2, name, source, size, loop, log
         self.capture = cv2.VideoCapture(int(source) if source.isdigit() else source)
@@ -96,8 +103,9 @@ class Camera:
             if not ok or frame is None:
                 with self.lock:
                     self.frame = None
-                self.log.warning(f"camera '{self.name}' ({self.source}) delivers no frames; retrying",
-                                 throttle_duration_sec=5.0)
+                self.log.warning(
+                    f"camera '{self.name}' ({self.source}) delivers no frames; retrying", throttle_duration_sec=5.0
+                )
                 stop.wait(0.5)
                 continue
             stamp = self.clock.now().to_msg() if self.clock is not None else None
@@ -128,8 +136,15 @@ class CameraNode(Node):
         self.stop = threading.Event()
         self.cameras = {}
         for name, source in parse_sources(self.p["sources"]).items():
-            camera = Camera(name, source, (self.p["height"], self.p["width"]), self.p["loop"], self.get_logger(),
-                            self.p["stereo"], self.get_clock())
+            camera = Camera(
+                name,
+                source,
+                (self.p["height"], self.p["width"]),
+                self.p["loop"],
+                self.get_logger(),
+                self.p["stereo"],
+                self.get_clock(),
+            )
             topic = named.get(name, topics.camera_topic(name))
             self.cameras[name] = (camera, self.create_publisher(Image, topic, LOCKSTEP))
             threading.Thread(target=camera.run, args=(self.stop,), daemon=True, name=f"camera-{name}").start()

@@ -36,14 +36,27 @@ from indgen_msgs.msg import (
 from indgen_msgs.srv import OperatorAck, OperatorRegister
 from indgen_robot.console import model as m
 
-CAMPAIGN_STATES = {CampaignStatus.STATE_PLANNED: "planned", CampaignStatus.STATE_RUNNING: "running",
-                   CampaignStatus.STATE_WAITING: "waiting", CampaignStatus.STATE_DONE: "done",
-                   CampaignStatus.STATE_CANCELLED: "stopped", CampaignStatus.STATE_FAILED: "failed"}
-ROBOT_STATES = {RobotStatus.STATE_IDLE: "idle", RobotStatus.STATE_RESETTING: "resetting",
-                RobotStatus.STATE_READY: "ready", RobotStatus.STATE_RUNNING: "running",
-                RobotStatus.STATE_HOLDING: "holding", RobotStatus.STATE_ESTOP: "E-STOP"}
-VERDICTS = {LevelScore.VERDICT_UNDECIDED: "undecided", LevelScore.VERDICT_HELD: "held",
-            LevelScore.VERDICT_BROKEN: "BROKEN"}
+CAMPAIGN_STATES = {
+    CampaignStatus.STATE_PLANNED: "planned",
+    CampaignStatus.STATE_RUNNING: "running",
+    CampaignStatus.STATE_WAITING: "waiting",
+    CampaignStatus.STATE_DONE: "done",
+    CampaignStatus.STATE_CANCELLED: "stopped",
+    CampaignStatus.STATE_FAILED: "failed",
+}
+ROBOT_STATES = {
+    RobotStatus.STATE_IDLE: "idle",
+    RobotStatus.STATE_RESETTING: "resetting",
+    RobotStatus.STATE_READY: "ready",
+    RobotStatus.STATE_RUNNING: "running",
+    RobotStatus.STATE_HOLDING: "holding",
+    RobotStatus.STATE_ESTOP: "E-STOP",
+}
+VERDICTS = {
+    LevelScore.VERDICT_UNDECIDED: "undecided",
+    LevelScore.VERDICT_HELD: "held",
+    LevelScore.VERDICT_BROKEN: "BROKEN",
+}
 
 
 class ConsoleLink:
@@ -87,9 +100,17 @@ class ConsoleLink:
     def _prompt_from(self, msg) -> m.Prompt | None:
         if not msg.prompt_id:
             return None
-        return m.Prompt(kind=msg.kind, prompt_id=msg.prompt_id, trial_id=msg.trial_id, level=msg.level,
-                        text=msg.text, detail=msg.detail, reference_image=msg.reference_image,
-                        previous_trial_id=msg.previous_trial_id, auto_outcome=msg.auto_outcome)
+        return m.Prompt(
+            kind=msg.kind,
+            prompt_id=msg.prompt_id,
+            trial_id=msg.trial_id,
+            level=msg.level,
+            text=msg.text,
+            detail=msg.detail,
+            reference_image=msg.reference_image,
+            previous_trial_id=msg.previous_trial_id,
+            auto_outcome=msg.auto_outcome,
+        )
 
     def _on_prompt(self, msg: OperatorPrompt) -> None:
         with self.lock:
@@ -126,8 +147,14 @@ class ConsoleLink:
     def _on_score(self, msg: LevelScore) -> None:
         with self.lock:
             self.model.levels[(msg.policy, msg.level)] = {
-                "n": msg.n, "successes": msg.successes, "rate": msg.rate, "ci": (msg.ci_low, msg.ci_high),
-                "verdict": VERDICTS.get(msg.verdict, "?"), "id": msg.in_distribution, "hidden": msg.rates_hidden}
+                "n": msg.n,
+                "successes": msg.successes,
+                "rate": msg.rate,
+                "ci": (msg.ci_low, msg.ci_high),
+                "verdict": VERDICTS.get(msg.verdict, "?"),
+                "id": msg.in_distribution,
+                "hidden": msg.rates_hidden,
+            }
 
     def _on_policy(self, msg: PolicyStatus) -> None:
         with self.lock:
@@ -179,8 +206,10 @@ class ConsoleLink:
         return None
 
     def register(self) -> bool:
-        reply = self._call(self.register_client, OperatorRegister.Request(
-            console_id=self.console_id, operator_name=self.model.operator, role=self.role))
+        reply = self._call(
+            self.register_client,
+            OperatorRegister.Request(console_id=self.console_id, operator_name=self.model.operator, role=self.role),
+        )
         if reply is None or not reply.accepted:
             return False
         with self.lock:
@@ -213,8 +242,11 @@ class ConsoleLink:
         if isinstance(request, m.EStop):
             reply = self._call(self.estop, SetBool.Request(data=request.engaged))
             if reply is None:
-                return "NO ANSWER from /indgen/estop: use the hardware e-stop" if request.engaged else \
-                    "no answer from /indgen/estop"
+                return (
+                    "NO ANSWER from /indgen/estop: use the hardware e-stop"
+                    if request.engaged
+                    else "no answer from /indgen/estop"
+                )
             if reply.success:
                 with self.lock:
                     self.model.estop = request.engaged
@@ -248,7 +280,6 @@ class ConsoleLink:
         time.sleep(0.1)
         self.executor.shutdown()
         self.node.destroy_node()
-
 
 
 def run_console(model: m.ConsoleModel, watch: bool = False) -> int:

@@ -119,8 +119,9 @@ class Fr3Runner(Node):
             raise IndGenError(f"robot configuration '{c.name}' names no arm controller file (bringup.arm_controllers)")
         self.gate = CommandGate(c)
         self.arm = StateSource("arm", c.arm.joints, c.control.arm_state_max_age_s, c.control.clock_tolerance_s)
-        self.gripper = StateSource("gripper", [c.gripper.joint], c.control.gripper_state_max_age_s,
-                                   c.control.clock_tolerance_s)
+        self.gripper = StateSource(
+            "gripper", [c.gripper.joint], c.control.gripper_state_max_age_s, c.control.clock_tolerance_s
+        )
         self.motion = ArmMotion(self.gate, self.arm, self._publish_segment)
         self.estop = False
         self._estop_stamp = 0  # source timestamp (ns) of the newest e-stop message taken
@@ -155,17 +156,23 @@ class Fr3Runner(Node):
         self.recovery = make_recovery(self.io, c, self.p["recovery"] or c.recovery.method)
         self.reset = ResetSequence(c, self.motion, self)
 
-        self.server = ActionServer(self, RunEpisode, topics.RUN_EPISODE,
-                                   execute_callback=threaded_execute(self._execute),
-                                   goal_callback=lambda goal: GoalResponse.ACCEPT,
-                                   cancel_callback=lambda _: CancelResponse.ACCEPT)
+        self.server = ActionServer(
+            self,
+            RunEpisode,
+            topics.RUN_EPISODE,
+            execute_callback=threaded_execute(self._execute),
+            goal_callback=lambda goal: GoalResponse.ACCEPT,
+            cancel_callback=lambda _: CancelResponse.ACCEPT,
+        )
         serve(self, PrepareTrial, topics.PREPARE_TRIAL, self._prepare)
         speeds = ", ".join(f"{v:.2f}" for v in self.gate.v_max)
         lead = ", ".join(f"{t:.1f}" for t in c.lead_torques())
-        self.get_logger().info(f"FR3 runner for '{c.name}': {c.control.rate_hz:g} Hz; arm state from "
-                               f"{c.arm.state_topic}, gripper state from {c.gripper.state_topic}; segments to "
-                               f"{c.arm.trajectory_topic} at most [{speeds}] rad/s; a blocked joint is pushed with at "
-                               f"most [{lead}] Nm; recovery: {self.recovery.describe()}")
+        self.get_logger().info(
+            f"FR3 runner for '{c.name}': {c.control.rate_hz:g} Hz; arm state from "
+            f"{c.arm.state_topic}, gripper state from {c.gripper.state_topic}; segments to "
+            f"{c.arm.trajectory_topic} at most [{speeds}] rad/s; a blocked joint is pushed with at "
+            f"most [{lead}] Nm; recovery: {self.recovery.describe()}"
+        )
 
     def extra_nodes(self):
         return [self.io]
@@ -180,6 +187,7 @@ class Fr3Runner(Node):
     def _command(self, part: str):
         def take(msg: Float64MultiArray) -> None:
             self.policy.slot.offer(msg.layout.data_offset, np.array(msg.data, dtype=np.float64), part)
+
         return take
 
     def _subscribe_franka_state(self):
@@ -251,8 +259,7 @@ class Fr3Runner(Node):
         self.gripper_pub.publish(Float64MultiArray(data=[float(knuckle_rad)]))
 
     def recover(self) -> Recovery:
-        self.get_logger().warning("the robot is in a fault: recovering "
-                                  f"({self.recovery.describe()})")
+        self.get_logger().warning(f"the robot is in a fault: recovering ({self.recovery.describe()})")
         self.robot_report = None  # what it reports after the recovery is about the stop that was
         recovery = self.recovery.recover()
         self.arm.forget()
@@ -265,20 +272,27 @@ class Fr3Runner(Node):
     def _publish_segment(self, points) -> None:
         msg = JointTrajectory(joint_names=list(self.config.arm.joints))
         for p in points:
-            point = JointTrajectoryPoint(positions=[float(x) for x in p.positions],
-                                         velocities=[float(x) for x in p.velocities] if p.velocities is not None
-                                         else [])
+            point = JointTrajectoryPoint(
+                positions=[float(x) for x in p.positions],
+                velocities=[float(x) for x in p.velocities] if p.velocities is not None else [],
+            )
             point.time_from_start = convert.duration(p.t)
             msg.points.append(point)
         self.arm_pub.publish(msg)  # header.stamp zero: the controller starts it at once
 
     def _inputs(self, started: float, cancel) -> TickInputs:
         arm_age, gripper_age = self.arm.age(), self.gripper.age()
-        return TickInputs(estop=self.estop, cancel_requested=cancel(),
-                          policy_lost=self.watch.reason(started, self.config.control.policy_ready_timeout_s),
-                          arm=self.arm.fresh(), arm_age=arm_age,
-                          gripper_fresh=self.gripper.fresh() is not None, gripper_age=gripper_age,
-                          robot_fault=self._robot_fault(), end_requested=self.end_requested)
+        return TickInputs(
+            estop=self.estop,
+            cancel_requested=cancel(),
+            policy_lost=self.watch.reason(started, self.config.control.policy_ready_timeout_s),
+            arm=self.arm.fresh(),
+            arm_age=arm_age,
+            gripper_fresh=self.gripper.fresh() is not None,
+            gripper_age=gripper_age,
+            robot_fault=self._robot_fault(),
+            end_requested=self.end_requested,
+        )
 
     def _classify_fault(self, age: float) -> Stop:
         report = self.robot_report
@@ -286,21 +300,34 @@ class Fr3Runner(Node):
             return classify_robot_errors(report[1])
         latest = self.arm.latest()
         if latest is not None and latest.stamp == 0.0:
-            return Stop(StopKind.SYSTEM, f"the arm's joint states on {self.config.arm.state_topic} carry no header "
-                        "stamp: their age cannot be judged")
-        return classify_fault(self.arm.history(), self.motion.segments(), age,
-                              driver_alive=self.arm_pub.get_subscription_count() > 0,
-                              still_speed=self.config.reset.at_rest_speed)
+            return Stop(
+                StopKind.SYSTEM,
+                f"the arm's joint states on {self.config.arm.state_topic} carry no header "
+                "stamp: their age cannot be judged",
+            )
+        return classify_fault(
+            self.arm.history(),
+            self.motion.segments(),
+            age,
+            driver_alive=self.arm_pub.get_subscription_count() > 0,
+            still_speed=self.config.reset.at_rest_speed,
+        )
 
     # -- status -------------------------------------------------------------------------------------
     def _publish_status(self) -> None:
         age = self.arm.age()
         timer = self.loop.timer if self.loop else None
         state = RobotStatus.STATE_ESTOP if self.estop else self.state
-        msg = RobotStatus(state=state, trial_id=self.watch.current[0], step=timer.ticks if timer else 0,
-                          joint_state_age_s=age if np.isfinite(age) else -1.0,
-                          tick_rate_hz=timer.rate_hz() if timer else 0.0, missed_ticks=timer.missed if timer else 0,
-                          estop=self.estop, message=self.status_message)
+        msg = RobotStatus(
+            state=state,
+            trial_id=self.watch.current[0],
+            step=timer.ticks if timer else 0,
+            joint_state_age_s=age if np.isfinite(age) else -1.0,
+            tick_rate_hz=timer.rate_hz() if timer else 0.0,
+            missed_ticks=timer.missed if timer else 0,
+            estop=self.estop,
+            message=self.status_message,
+        )
         msg.header.stamp = self.get_clock().now().to_msg()
         self.status_pub.publish(msg)
 
@@ -319,8 +346,10 @@ class Fr3Runner(Node):
             response.ready, response.message = False, "the soft e-stop is engaged; release it first"
             return response
         if self.episode_lock.locked():
-            response.ready, response.message = False, f"an episode is running ({self.watch.current[0]}); it must " \
-                                                       "end before the next trial is prepared"
+            response.ready, response.message = (
+                False,
+                f"an episode is running ({self.watch.current[0]}); it must end before the next trial is prepared",
+            )
             return response
         asked = (setup.trial_id, request.setup.header.stamp.sec, request.setup.header.stamp.nanosec)
         if asked == self.last_prepare:
@@ -358,8 +387,9 @@ class Fr3Runner(Node):
                 self.watch.end()
                 self.prepared = None
         ended = result.outcome is not Outcome.ABORTED and "robot_stop" not in result.details
-        self._set_state(RobotStatus.STATE_IDLE if ended else RobotStatus.STATE_HOLDING,
-                        f"{setup.trial_id}: {result.reason}")
+        self._set_state(
+            RobotStatus.STATE_IDLE if ended else RobotStatus.STATE_HOLDING, f"{setup.trial_id}: {result.reason}"
+        )
         verdict = result.outcome.name.lower() if result.details.get("judged", True) else "ended"
         self.get_logger().info(f"{setup.trial_id}: {verdict} after {result.steps} ticks ({result.reason})")
         if goal_handle.is_cancel_requested:
@@ -369,9 +399,18 @@ class Fr3Runner(Node):
         return self._result_msg(setup, result)
 
     def _result_msg(self, setup, result: TrialResult):
-        setup = setup or convert.records.TaskSetup(campaign_id="", trial_id="", world="fr3", axis="", level=0,
-                                                   in_distribution=False, parameters=(), trial_index=0, seed=0,
-                                                   policy="")
+        setup = setup or convert.records.TaskSetup(
+            campaign_id="",
+            trial_id="",
+            world="fr3",
+            axis="",
+            level=0,
+            in_distribution=False,
+            parameters=(),
+            trial_index=0,
+            seed=0,
+            policy="",
+        )
         return RunEpisode.Result(result=convert.result_to_msg(result, setup, self.get_clock().now().to_msg()))
 
     def _episode(self, goal_handle, setup) -> TrialResult:
@@ -379,8 +418,11 @@ class Fr3Runner(Node):
         max_steps = setup.max_steps or 600
 
         def feedback(phase: str, step: int) -> None:
-            goal_handle.publish_feedback(RunEpisode.Feedback(phase=phase, step=step, max_steps=max_steps,
-                                                             elapsed=convert.duration(time.monotonic() - started)))
+            goal_handle.publish_feedback(
+                RunEpisode.Feedback(
+                    phase=phase, step=step, max_steps=max_steps, elapsed=convert.duration(time.monotonic() - started)
+                )
+            )
 
         if self.estop:
             return TrialResult(setup.trial_id, Outcome.ABORTED, "the soft e-stop is engaged")
@@ -394,9 +436,15 @@ class Fr3Runner(Node):
         if not ok:
             return TrialResult(setup.trial_id, Outcome.ABORTED, f"not starting: {message}")
         self.policy.trial_id = setup.trial_id
-        self.loop = EpisodeLoop(self.config, self.motion, self, self.policy,
-                                inputs=lambda: self._inputs(started, lambda: goal_handle.is_cancel_requested),
-                                fault=self._classify_fault, feedback=feedback)
+        self.loop = EpisodeLoop(
+            self.config,
+            self.motion,
+            self,
+            self.policy,
+            inputs=lambda: self._inputs(started, lambda: goal_handle.is_cancel_requested),
+            fault=self._classify_fault,
+            feedback=feedback,
+        )
         self._set_state(RobotStatus.STATE_RUNNING, f"running {setup.trial_id}")
         end = self.loop.run(max_steps)
         if end.stop.kind is StopKind.UNEXPLAINED:
@@ -423,14 +471,25 @@ class Fr3Runner(Node):
         details = {"judged": False, "end": stop.reason, "stop_kind": stop.kind.value, "timing": end.timing}
         common = {"steps": end.steps, "duration_s": end.duration_s, "wall_time_s": end.duration_s}
         if stop.kind is StopKind.SYSTEM:
-            return TrialResult(setup.trial_id, Outcome.ABORTED, stop.reason, details={**details, **stop.details},
-                               **common)
+            return TrialResult(
+                setup.trial_id, Outcome.ABORTED, stop.reason, details={**details, **stop.details}, **common
+            )
         if stop.kind in (StopKind.POLICY, StopKind.UNEXPLAINED):
             details["robot_stop"] = stop.details
-            return TrialResult(setup.trial_id, Outcome.FAILURE, f"episode ended: {stop.reason}; to be labelled by the "
-                               "operator (failure unless they saw otherwise)", details=details, **common)
-        return TrialResult(setup.trial_id, Outcome.FAILURE, f"episode ended: {stop.reason}; to be labelled by the "
-                           "operator", details=details, **common)
+            return TrialResult(
+                setup.trial_id,
+                Outcome.FAILURE,
+                f"episode ended: {stop.reason}; to be labelled by the operator (failure unless they saw otherwise)",
+                details=details,
+                **common,
+            )
+        return TrialResult(
+            setup.trial_id,
+            Outcome.FAILURE,
+            f"episode ended: {stop.reason}; to be labelled by the operator",
+            details=details,
+            **common,
+        )
 
 
 def main() -> int:

@@ -69,8 +69,9 @@ class RequestedImages(collections.abc.Mapping):
             raise KeyError(name)
         if name not in self._decoded:
             raw = self._io.requested_frames(self._tick)
-            self._decoded.update({c: fr3.read_image(m.message() if isinstance(m, RawImage) else m)
-                                  for c, m in raw.items()})
+            self._decoded.update(
+                {c: fr3.read_image(m.message() if isinstance(m, RawImage) else m) for c, m in raw.items()}
+            )
         return self._decoded[name]
 
     def __contains__(self, name) -> bool:
@@ -142,8 +143,9 @@ class BlockEnvPolicyIO:
         self.on_tick(Tick(msg.trial_id, msg.step, {"grid": grid, "level": msg.level}, msg.header.stamp))
 
     def send(self, tick: Tick, action: dict) -> None:
-        msg = GridAction(trial_id=tick.trial_id, step=tick.step, row=action["row"], col=action["col"],
-                         orientation=action["theta"])
+        msg = GridAction(
+            trial_id=tick.trial_id, step=tick.step, row=action["row"], col=action["col"], orientation=action["theta"]
+        )
         msg.header.stamp = tick.stamp
         self.pub.publish(msg)
 
@@ -179,9 +181,10 @@ class StampedTickIO:
         control = self.robot.control if self.robot else None
         #: how old (by header stamp) each kind of part may be on the wall clock; node parameters
         #: above 0 override the robot configuration's
-        self.max_age = {"image": node.p.get("max_image_age_s", 0.0) or (control.image_max_age_s if control else 1.0),
-                        "state": node.p.get("max_state_age_s", 0.0) or (control.gripper_state_max_age_s if control
-                                                                        else 0.5)}
+        self.max_age = {
+            "image": node.p.get("max_image_age_s", 0.0) or (control.image_max_age_s if control else 1.0),
+            "state": node.p.get("max_state_age_s", 0.0) or (control.gripper_state_max_age_s if control else 0.5),
+        }
         camera_topics = dict(self.robot.cameras) if self.robot else {}
         image_qos = IMAGE_QOS[self.robot.cameras_qos] if self.robot else LOCKSTEP
         self.clocks: dict[str, ClockCheck] = {}
@@ -194,8 +197,7 @@ class StampedTickIO:
         self._frames_cond = threading.Condition()
         self.image_wait_s = float(node.p.get("image_timeout_s", 5.0))
         self.image_size = int(node.p.get("image_size", 0))
-        self.request_pub = node.create_publisher(ImageRequest, topics.IMAGE_REQUEST, LOCKSTEP) if self.cameras \
-            else None
+        self.request_pub = node.create_publisher(ImageRequest, topics.IMAGE_REQUEST, LOCKSTEP) if self.cameras else None
         self.part(ControlTick, topics.CONTROL_TICK, "tick")
         if self.privileged:
             self.part(ObjectPoses, topics.OBJECT_POSES, "objects")
@@ -216,8 +218,9 @@ class StampedTickIO:
         if key != "tick":
             self.latest[key] = msg
             if msg.header.stamp.sec or msg.header.stamp.nanosec:
-                self.clocks.setdefault(key, ClockCheck(self.robot.control.clock_tolerance_s if self.robot else 0.05)) \
-                    .add(messages.seconds(msg.header.stamp), time.time())
+                self.clocks.setdefault(
+                    key, ClockCheck(self.robot.control.clock_tolerance_s if self.robot else 0.05)
+                ).add(messages.seconds(msg.header.stamp), time.time())
         stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec)
         if key.startswith("image/") and stamp in self.asked:
             self._frame(stamp, key, msg)  # the frame of a complete tick, sent because it was asked for
@@ -248,8 +251,14 @@ class StampedTickIO:
         """Every camera's frame of `tick` (a ControlTick with images_on_request), asked for
         once; ImagesUnavailable when they do not all come within image_timeout_s."""
         stamp = (tick.header.stamp.sec, tick.header.stamp.nanosec)
-        request = ImageRequest(trial_id=tick.trial_id, step=tick.step, sequence=tick.sequence,
-                               cameras=list(self.cameras), width=self.image_size, height=self.image_size)
+        request = ImageRequest(
+            trial_id=tick.trial_id,
+            step=tick.step,
+            sequence=tick.sequence,
+            cameras=list(self.cameras),
+            width=self.image_size,
+            height=self.image_size,
+        )
         request.header.stamp = tick.header.stamp
         deadline = time.monotonic() + self.image_wait_s
         with self._frames_cond:
@@ -259,8 +268,10 @@ class StampedTickIO:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     got = sorted(self.frames.get(stamp, {}))
-                    raise ImagesUnavailable(f"the world sent {', '.join(got) or 'none'} of the cameras "
-                                            f"{', '.join(self.cameras)} asked for within {self.image_wait_s:g} s")
+                    raise ImagesUnavailable(
+                        f"the world sent {', '.join(got) or 'none'} of the cameras "
+                        f"{', '.join(self.cameras)} asked for within {self.image_wait_s:g} s"
+                    )
                 self._frames_cond.wait(min(left, 0.05))
             return dict(self.frames[stamp])
 
@@ -282,10 +293,14 @@ class StampedTickIO:
             problem = self.clocks[key].problem(key, limit) if key in self.clocks else None
             age = now - messages.seconds(msg.header.stamp) if msg is not None else float("inf")
             if problem or msg is None or age > limit:
-                why = problem or (f"{key} never received" if msg is None else
-                                  f"{key} is {age:.2f} s old by its stamp (limit {limit:g} s)")
-                self.node.get_logger().warning(f"{tick.trial_id} step {tick.step}: {why}; no command sent",
-                                               throttle_duration_sec=2.0)
+                why = problem or (
+                    f"{key} never received"
+                    if msg is None
+                    else f"{key} is {age:.2f} s old by its stamp (limit {limit:g} s)"
+                )
+                self.node.get_logger().warning(
+                    f"{tick.trial_id} step {tick.step}: {why}; no command sent", throttle_duration_sec=2.0
+                )
                 return
             parts[key] = msg
         self._complete(parts)
@@ -299,8 +314,9 @@ class StampedTickIO:
             else:
                 obs["images"] = LazyImages({c: parts[f"image/{c}"] for c in self.cameras})
         except fr3.BadCommand as exc:
-            self.node.get_logger().error(f"{tick.trial_id} step {tick.step}: {exc}; no command sent",
-                                         throttle_duration_sec=2.0)
+            self.node.get_logger().error(
+                f"{tick.trial_id} step {tick.step}: {exc}; no command sent", throttle_duration_sec=2.0
+            )
             return
         if self.privileged:
             obs["objects"] = fr3.read_object_poses(parts["objects"])

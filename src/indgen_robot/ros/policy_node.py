@@ -61,8 +61,19 @@ from indgen_msgs.msg import PolicyExchange, PolicyStatus, TaskSetup
 from indgen_robot.ros.policy_io import POLICY_IO, Tick
 
 #: the task a warm-up request names (never a trial)
-WARMUP_SETUP = SetupRecord(campaign_id="", trial_id="warm-up", world="", axis="", level=0, in_distribution=True,
-                           parameters=(), trial_index=0, seed=0, policy="", language_instruction="warm up")
+WARMUP_SETUP = SetupRecord(
+    campaign_id="",
+    trial_id="warm-up",
+    world="",
+    axis="",
+    level=0,
+    in_distribution=True,
+    parameters=(),
+    trial_index=0,
+    seed=0,
+    policy="",
+    language_instruction="warm up",
+)
 #: requests carry the images: a short queue, so a slow recorder cannot pile them up here
 EXCHANGES = QoSProfile(depth=20, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
 
@@ -70,10 +81,25 @@ EXCHANGES = QoSProfile(depth=20, reliability=ReliabilityPolicy.RELIABLE, history
 class PolicyNode(Node):
     def __init__(self):
         super().__init__("policy_node")
-        self.p = declare(self, spec="blockenv", server_uri="ws://127.0.0.1:8000", api_key_file="", action_horizon=0,
-                         connect_timeout_s=2.0, reconnect_max_s=5.0, request_timeout_s=30.0, cameras="",
-                         privileged=True, robot="", max_image_age_s=0.0, max_state_age_s=0.0, image_timeout_s=5.0,
-                         image_size=0, publish_exchanges=True, warmup_timeout_s=300.0)
+        self.p = declare(
+            self,
+            spec="blockenv",
+            server_uri="ws://127.0.0.1:8000",
+            api_key_file="",
+            action_horizon=0,
+            connect_timeout_s=2.0,
+            reconnect_max_s=5.0,
+            request_timeout_s=30.0,
+            cameras="",
+            privileged=True,
+            robot="",
+            max_image_age_s=0.0,
+            max_state_age_s=0.0,
+            image_timeout_s=5.0,
+            image_size=0,
+            publish_exchanges=True,
+            warmup_timeout_s=300.0,
+        )
         if self.p["max_image_age_s"] < 0 or self.p["max_state_age_s"] < 0:
             raise IndGenError("max_image_age_s and max_state_age_s must be positive (0: the robot configuration's)")
         self.spec = registry.make(registry.SPECS, self.p["spec"])
@@ -87,8 +113,11 @@ class PolicyNode(Node):
         self.routes: dict[str, str] = {}
         self._policy = ""  # the policy of the latest setup, as the setups name it
         self.status_pub = self.create_publisher(PolicyStatus, topics.POLICY_STATUS, LATCHED)
-        self.exchange_pub = (self.create_publisher(PolicyExchange, topics.POLICY_EXCHANGE, EXCHANGES)
-                             if self.p["publish_exchanges"] else None)
+        self.exchange_pub = (
+            self.create_publisher(PolicyExchange, topics.POLICY_EXCHANGE, EXCHANGES)
+            if self.p["publish_exchanges"]
+            else None
+        )
         subscribe(self, TaskSetup, topics.TASK_SETUP, self._on_setup, LATCHED)
         subscribe(self, String, topics.POLICY_ROUTES, self._on_routes, LATCHED)
         self.setups: dict[str, object] = {}
@@ -113,8 +142,12 @@ class PolicyNode(Node):
 
     # -- connection -------------------------------------------------------------------------------
     def _client_for(self, uri: str) -> RemotePolicy:
-        return RemotePolicy(uri, api_key=self._api_key, connect_timeout=self.p["connect_timeout_s"],
-                            request_timeout=self.p["request_timeout_s"])
+        return RemotePolicy(
+            uri,
+            api_key=self._api_key,
+            connect_timeout=self.p["connect_timeout_s"],
+            request_timeout=self.p["request_timeout_s"],
+        )
 
     def _on_routes(self, msg: String) -> None:
         try:
@@ -157,8 +190,10 @@ class PolicyNode(Node):
                 warmed = self._warm_up(client)
             except PolicyUnavailable as exc:
                 self._skip_warmup = True  # a server that refuses a warm-up gets none after a reconnect
-                self.get_logger().warning(f"the warm-up request failed ({exc}); reconnecting without one: the first "
-                                          "trial's first request may take long")
+                self.get_logger().warning(
+                    f"the warm-up request failed ({exc}); reconnecting without one: the first "
+                    "trial's first request may take long"
+                )
                 continue
             if client is not self.client:  # switched while connecting: that server is not wanted now
                 client.close()
@@ -197,8 +232,14 @@ class PolicyNode(Node):
 
     def _status(self, connected: bool, message: str, metadata=None) -> None:
         self._last_status = (connected, message, metadata)
-        self.status_pub.publish(PolicyStatus(connected=connected, server_uri=self.client.uri, message=message,
-                                             metadata_json=json.dumps(metadata or {}, default=str)))
+        self.status_pub.publish(
+            PolicyStatus(
+                connected=connected,
+                server_uri=self.client.uri,
+                message=message,
+                metadata_json=json.dumps(metadata or {}, default=str),
+            )
+        )
 
     # -- observations in, commands out ------------------------------------------------------------
     def _on_setup(self, msg: TaskSetup) -> None:
@@ -248,8 +289,10 @@ class PolicyNode(Node):
                 self.get_logger().error(f"{tick.trial_id} step {tick.step}: {exc}; no command sent")
                 continue
             except Exception as exc:  # an observation no request can be built from: nothing is sent
-                self.get_logger().error(f"{tick.trial_id[:80]} step {tick.step}: {first_line(exc)}; no command sent",
-                                        throttle_duration_sec=5.0)
+                self.get_logger().error(
+                    f"{tick.trial_id[:80]} step {tick.step}: {first_line(exc)}; no command sent",
+                    throttle_duration_sec=5.0,
+                )
                 continue
             self.io.send(tick, action)
 
@@ -269,8 +312,14 @@ class PolicyNode(Node):
         exchange = self.client.last_exchange
         if self.exchange_pub is None or exchange is None:
             return
-        msg = PolicyExchange(trial_id=tick.trial_id, step=tick.step, sequence=tick.sequence, spec=self.spec.name,
-                             round_trip_ms=exchange.round_trip_ms, server_infer_ms=exchange.server_infer_ms)
+        msg = PolicyExchange(
+            trial_id=tick.trial_id,
+            step=tick.step,
+            sequence=tick.sequence,
+            spec=self.spec.name,
+            round_trip_ms=exchange.round_trip_ms,
+            server_infer_ms=exchange.server_infer_ms,
+        )
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.request, msg.reply = array.array("B", exchange.request), array.array("B", exchange.reply)
         self.exchange_pub.publish(msg)

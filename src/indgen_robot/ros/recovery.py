@@ -42,9 +42,11 @@ def _wait(future, timeout: float) -> bool:
 
 def manual_steps(config: RobotConfig) -> str:
     r = config.recovery
-    return (f"ros2 action send_goal {r.error_recovery_action} franka_msgs/action/ErrorRecovery {{}}; "
-            f"ros2 control set_hardware_component_state -c {r.controller_manager} {r.hardware_component} active; "
-            f"ros2 control switch_controllers -c {r.controller_manager} --activate {' '.join(r.controllers)}")
+    return (
+        f"ros2 action send_goal {r.error_recovery_action} franka_msgs/action/ErrorRecovery {{}}; "
+        f"ros2 control set_hardware_component_state -c {r.controller_manager} {r.hardware_component} active; "
+        f"ros2 control switch_controllers -c {r.controller_manager} --activate {' '.join(r.controllers)}"
+    )
 
 
 class StandInRecovery:
@@ -75,21 +77,26 @@ class FrankaRecovery:
             from franka_msgs.action import ErrorRecovery
             from rclpy.action import ActionClient
         except ImportError:
-            raise IndGenError("recovery.method 'franka' needs franka_msgs and controller_manager_msgs (a ROS 2 Jazzy "
-                              "install with franka_ros2 sourced; neither is on PyPI): source it, or set "
-                              "recovery:=manual and recover the robot by hand when asked") from None
+            raise IndGenError(
+                "recovery.method 'franka' needs franka_msgs and controller_manager_msgs (a ROS 2 Jazzy "
+                "install with franka_ros2 sourced; neither is on PyPI): source it, or set "
+                "recovery:=manual and recover the robot by hand when asked"
+            ) from None
         r = config.recovery
         self.config = config
         self.types = (ErrorRecovery, SetHardwareComponentState, SwitchController)
         self.action = ActionClient(node, ErrorRecovery, r.error_recovery_action)
-        self.hardware = node.create_client(SetHardwareComponentState,
-                                           f"{r.controller_manager}/set_hardware_component_state")
+        self.hardware = node.create_client(
+            SetHardwareComponentState, f"{r.controller_manager}/set_hardware_component_state"
+        )
         self.switch = node.create_client(SwitchController, f"{r.controller_manager}/switch_controller")
 
     def describe(self) -> str:
         r = self.config.recovery
-        return f"{r.error_recovery_action}, then {r.controller_manager}'s set_hardware_component_state and " \
-               "switch_controller (unverified on hardware)"
+        return (
+            f"{r.error_recovery_action}, then {r.controller_manager}'s set_hardware_component_state and "
+            "switch_controller (unverified on hardware)"
+        )
 
     def recover(self) -> Recovery:
         from lifecycle_msgs.msg import State
@@ -103,17 +110,20 @@ class FrankaRecovery:
             return Recovery(False, "the error recovery goal was not accepted")
         result = sent.result().get_result_async()
         if not _wait(result, r.timeout_s) or result.result().status != 4:  # GoalStatus.STATUS_SUCCEEDED
-            return Recovery(False, "error recovery did not succeed (is the arm still in contact, or the user stop "
-                            "pressed?)")
-        request = set_state.Request(name=r.hardware_component,
-                                    target_state=State(id=State.PRIMARY_STATE_ACTIVE, label="active"))
+            return Recovery(
+                False, "error recovery did not succeed (is the arm still in contact, or the user stop pressed?)"
+            )
+        request = set_state.Request(
+            name=r.hardware_component, target_state=State(id=State.PRIMARY_STATE_ACTIVE, label="active")
+        )
         if not self.hardware.wait_for_service(timeout_sec=SERVER_WAIT_S):
             return Recovery(False, f"no {self.hardware.srv_name} service", reachable=False)
         answer = self.hardware.call_async(request)
         if not _wait(answer, r.timeout_s) or not answer.result().ok:
             return Recovery(False, f"{r.hardware_component} could not be set active")
-        request = switch.Request(activate_controllers=list(r.controllers), strictness=switch.Request.STRICT,
-                                 activate_asap=True)
+        request = switch.Request(
+            activate_controllers=list(r.controllers), strictness=switch.Request.STRICT, activate_asap=True
+        )
         if not self.switch.wait_for_service(timeout_sec=SERVER_WAIT_S):
             return Recovery(False, f"no {self.switch.srv_name} service", reachable=False)
         answer = self.switch.call_async(request)

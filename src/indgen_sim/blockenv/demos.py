@@ -50,8 +50,9 @@ class Demos:
         return len(self.lengths)
 
     def select(self, idx) -> Demos:
-        return Demos(self.grids[idx], self.actions[idx], self.target[idx], self.lengths[idx], self.levels[idx],
-                     self.seeds[idx])
+        return Demos(
+            self.grids[idx], self.actions[idx], self.target[idx], self.lengths[idx], self.levels[idx], self.seeds[idx]
+        )
 
     def steps(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every oracle (grid, action, level) step, flattened, for memoryless models."""
@@ -70,8 +71,7 @@ def _failed_grasps(grids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return np.stack([r, c, theta], axis=1)
 
 
-def generate(levels, per_level: int, grid: int = GRID, seed_base: int = DEMO_SEED_BASE,
-             noise: float = 0.0) -> Demos:
+def generate(levels, per_level: int, grid: int = GRID, seed_base: int = DEMO_SEED_BASE, noise: float = 0.0) -> Demos:
     chunks = []
     for k in levels:
         seeds = seed_base * (k + 1) + np.arange(per_level)
@@ -108,9 +108,11 @@ def generate(levels, per_level: int, grid: int = GRID, seed_base: int = DEMO_SEE
     def pad(a: np.ndarray) -> np.ndarray:
         return np.concatenate([a, np.zeros((a.shape[0], t_all - a.shape[1], *a.shape[2:]), a.dtype)], 1)
 
-    return Demos(*(np.concatenate([pad(c[i]) for c in chunks]) for i in range(3)),
-                 *(np.concatenate([c[i] for c in chunks]) for i in range(3, 5)),
-                 np.concatenate([c[5] for c in chunks]).astype(np.uint64))
+    return Demos(
+        *(np.concatenate([pad(c[i]) for c in chunks]) for i in range(3)),
+        *(np.concatenate([c[i] for c in chunks]) for i in range(3, 5)),
+        np.concatenate([c[5] for c in chunks]).astype(np.uint64),
+    )
 
 
 def cache_dir() -> Path:
@@ -120,8 +122,9 @@ def cache_dir() -> Path:
 FIELDS = ("grids", "actions", "target", "lengths", "levels", "seeds")
 
 
-def load_or_generate(levels=(0, 1, 2), per_level: int = 3000, grid: int = GRID, noise: float = 0.0,
-                     directory: Path | None = None) -> tuple[Demos, Path]:
+def load_or_generate(
+    levels=(0, 1, 2), per_level: int = 3000, grid: int = GRID, noise: float = 0.0, directory: Path | None = None
+) -> tuple[Demos, Path]:
     """The cached demonstrations (generated and saved on first use), and their file."""
     directory = Path(directory or cache_dir())
     path = directory / f"demos-g{grid}-L{'-'.join(map(str, levels))}-n{per_level}-noise{noise:g}-slips{MAX_SLIPS}.npz"

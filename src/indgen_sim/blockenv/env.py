@@ -96,10 +96,12 @@ def uniform_int(seeds, stream: int, low, high) -> np.ndarray:
 def placements(seeds, levels, grid: int = GRID) -> np.ndarray:
     """(n, 2) goal positions: uniform over the placements where the level's structure fits."""
     levels = np.asarray(levels, dtype=np.int64)
-    ranges = np.array([[*Layout.of(int(k), grid).r_range, *Layout.of(int(k), grid).c_range]
-                       for k in range(K_MAX + 1)])[levels]
-    return np.stack([uniform_int(seeds, 1, ranges[:, 0], ranges[:, 1]),
-                     uniform_int(seeds, 2, ranges[:, 2], ranges[:, 3])], axis=1)
+    ranges = np.array([[*Layout.of(int(k), grid).r_range, *Layout.of(int(k), grid).c_range] for k in range(K_MAX + 1)])[
+        levels
+    ]
+    return np.stack(
+        [uniform_int(seeds, 1, ranges[:, 0], ranges[:, 1]), uniform_int(seeds, 2, ranges[:, 2], ranges[:, 3])], axis=1
+    )
 
 
 def free_axes(grids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -29,12 +29,16 @@ def support_for(model: BlockEnvModel, level: int) -> dict[str, torch.Tensor] | N
         return None
     demos = generate([level], model.config["support_episodes"], seed_base=SUPPORT_SEED_BASE)
     grids, actions, levels = demos.steps()
-    return {"grids": torch.as_tensor(grids, dtype=torch.long), "actions": torch.as_tensor(actions),
-            "levels": torch.as_tensor(levels, dtype=torch.long)}
+    return {
+        "grids": torch.as_tensor(grids, dtype=torch.long),
+        "actions": torch.as_tensor(actions),
+        "levels": torch.as_tensor(levels, dtype=torch.long),
+    }
 
 
-def run_model(model: BlockEnvModel | str | None, level: int, seeds: np.ndarray,
-              greedy: bool = False) -> EpisodeOutcomes:
+def run_model(
+    model: BlockEnvModel | str | None, level: int, seeds: np.ndarray, greedy: bool = False
+) -> EpisodeOutcomes:
     """Roll out `model` (None: the oracle; "random_legal": the control) for one episode per
     seed at `level`."""
     seeds = np.asarray(seeds, dtype=np.uint64)

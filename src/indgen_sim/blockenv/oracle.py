@@ -36,8 +36,14 @@ def oracle_actions(grids: np.ndarray, arms: np.ndarray) -> np.ndarray:
     r, c = np.divmod(cell, size)
     theta = np.where(vfree[rows, r, c], VERTICAL, HORIZONTAL)
     goal_ok = goal_v | goal_h
-    return np.stack([np.where(goal_ok, goal_r, r), np.where(goal_ok, goal_c, c),
-                     np.where(goal_ok, np.where(goal_v, VERTICAL, HORIZONTAL), theta)], axis=1)
+    return np.stack(
+        [
+            np.where(goal_ok, goal_r, r),
+            np.where(goal_ok, goal_c, c),
+            np.where(goal_ok, np.where(goal_v, VERTICAL, HORIZONTAL), theta),
+        ],
+        axis=1,
+    )
 
 
 def random_legal_actions(grids: np.ndarray, seeds, step: int) -> np.ndarray:
@@ -48,8 +54,10 @@ def random_legal_actions(grids: np.ndarray, seeds, step: int) -> np.ndarray:
     n, size, _ = grids.shape
     legal = legal_grasps(grids).reshape(n, -1)
     count = legal.sum(1)
-    pick = (seed_hash(np.asarray(seeds, dtype=np.uint64), _RANDOM_STREAM + int(step))
-            % np.maximum(count, 1).astype(np.uint64)).astype(np.int64)
+    pick = (
+        seed_hash(np.asarray(seeds, dtype=np.uint64), _RANDOM_STREAM + int(step))
+        % np.maximum(count, 1).astype(np.uint64)
+    ).astype(np.int64)
     # index of the pick-th legal grasp in each row
     flat = np.argmax(np.cumsum(legal, axis=1) > pick[:, None], axis=1)
     cell, theta = np.divmod(flat, 2)

@@ -88,5 +88,6 @@ def _factory(model: str):
 
 
 maml, rnn, transformer, transformer_rope, transformer_goal_action, trm, ind, equivariant = (
-    _factory(m) for m in ("maml", "rnn", "transformer", "transformer_rope", "transformer_goal_action", "trm", "ind",
-                          "equivariant"))
+    _factory(m)
+    for m in ("maml", "rnn", "transformer", "transformer_rope", "transformer_goal_action", "trm", "ind", "equivariant")
+)

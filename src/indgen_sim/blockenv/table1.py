@@ -28,10 +28,14 @@ from indgen_sim.blockenv.train import TrainConfig, load_checkpoint, save_checkpo
 from indgen_sim.blockenv.world import BlockEnvWorld, evaluation, level_of
 
 PAPER_TABLE1 = {  # success % at L0..L3 and "breaks at", from the paper
-    "maml": ([100, 100, 100, 0.0], 3), "rnn": ([96.0, 90.0, 94.0, 0.0], 3),
-    "transformer": ([97.0, 79.0, 93.0, 4.0], 3), "transformer_rope": ([97.0, 88.0, 90.0, 1.0], 3),
-    "transformer_goal_action": ([96.0, 81.0, 88.0, 0.0], 3), "trm": ([100, 100, 92.0, 0.0], 3),
-    "ind": ([100, 100, 100, 86.0], 5), "oracle": ([100, 100, 100, 100], None),
+    "maml": ([100, 100, 100, 0.0], 3),
+    "rnn": ([96.0, 90.0, 94.0, 0.0], 3),
+    "transformer": ([97.0, 79.0, 93.0, 4.0], 3),
+    "transformer_rope": ([97.0, 88.0, 90.0, 1.0], 3),
+    "transformer_goal_action": ([96.0, 81.0, 88.0, 0.0], 3),
+    "trm": ([100, 100, 92.0, 0.0], 3),
+    "ind": ([100, 100, 100, 86.0], 5),
+    "oracle": ([100, 100, 100, 100], None),
 }
 
 
@@ -47,22 +51,46 @@ class Table1Config:
     extended: tuple[str, ...] = ("ind", "equivariant")
     #: scripted controls, no training, evaluated to oracle_max_level with every run
     controls: tuple[str, ...] = ("random_legal",)
-    epochs: dict[str, int] = field(default_factory=lambda: {
-        "maml": 100, "rnn": 60, "transformer": 80, "transformer_rope": 20, "transformer_goal_action": 20,
-        "trm": 8, "ind": 20, "ind_linear": 20, "equivariant": 5})
-    lr: dict[str, float] = field(default_factory=lambda: {
-        "maml": 3e-3, "transformer": 7e-4, "transformer_rope": 5e-4, "transformer_goal_action": 5e-4, "ind": 5e-4,
-        "ind_linear": 5e-4})
+    epochs: dict[str, int] = field(
+        default_factory=lambda: {
+            "maml": 100,
+            "rnn": 60,
+            "transformer": 80,
+            "transformer_rope": 20,
+            "transformer_goal_action": 20,
+            "trm": 8,
+            "ind": 20,
+            "ind_linear": 20,
+            "equivariant": 5,
+        }
+    )
+    lr: dict[str, float] = field(
+        default_factory=lambda: {
+            "maml": 3e-3,
+            "transformer": 7e-4,
+            "transformer_rope": 5e-4,
+            "transformer_goal_action": 5e-4,
+            "ind": 5e-4,
+            "ind_linear": 5e-4,
+        }
+    )
     batch_size: dict[str, int] = field(default_factory=lambda: {"trm": 64})
     seed: int = 0
 
 
-QUICK = Table1Config(demos_per_level=150, episodes=20, max_level=3, oracle_max_level=4,
-                     epochs=dict.fromkeys(MODELS, 2), batch_size={"trm": 64})
+QUICK = Table1Config(
+    demos_per_level=150,
+    episodes=20,
+    max_level=3,
+    oracle_max_level=4,
+    epochs=dict.fromkeys(MODELS, 2),
+    batch_size={"trm": 64},
+)
 
 
 def batch_executor(model):
     """Run one level's trials together (model None: the oracle), judged like BlockEnvWorld."""
+
     def run(setups: list[TaskSetup]) -> list[TrialResult]:
         k = level_of(setups[0])
         if any(level_of(s) != k for s in setups):
@@ -73,21 +101,48 @@ def batch_executor(model):
         results = []
         for i, s in enumerate(setups):
             ev = evaluation(bool(out.success[i]), int(out.steps[i]), int(out.removed[i]), k)
-            results.append(TrialResult(s.trial_id, ev.outcome, ev.reason, ev.partial_score, int(out.steps[i]),
-                                       int(out.steps[i]) * BlockEnvWorld.control_dt, wall, details=ev.details))
+            results.append(
+                TrialResult(
+                    s.trial_id,
+                    ev.outcome,
+                    ev.reason,
+                    ev.partial_score,
+                    int(out.steps[i]),
+                    int(out.steps[i]) * BlockEnvWorld.control_dt,
+                    wall,
+                    details=ev.details,
+                )
+            )
         return results
+
     return run
 
 
 def _campaign(store, group, name, policy, levels, episodes, purpose):
-    config = CampaignConfig(name=name, axis="blockenv_depth", world="blockenv", policies=[policy],
-                            trials_per_level=episodes, levels=list(levels), order="sequential", purpose=purpose,
-                            seeds=[int(s) for s in demos_mod.eval_seeds(episodes)], group=group)
+    config = CampaignConfig(
+        name=name,
+        axis="blockenv_depth",
+        world="blockenv",
+        policies=[policy],
+        trials_per_level=episodes,
+        levels=list(levels),
+        order="sequential",
+        purpose=purpose,
+        seeds=[int(s) for s in demos_mod.eval_seeds(episodes)],
+        group=group,
+    )
     return plan_campaign(store, config, campaign_id=f"{group}-{name}")
 
 
-def run_table1(config: Table1Config, store: ResultsStore, out_dir: Path, checkpoints: Path | None = None,
-               eval_only: bool = False, group: str | None = None, log=print) -> dict:
+def run_table1(
+    config: Table1Config,
+    store: ResultsStore,
+    out_dir: Path,
+    checkpoints: Path | None = None,
+    eval_only: bool = False,
+    group: str | None = None,
+    log=print,
+) -> dict:
     import torch
 
     torch.set_num_threads(max(torch.get_num_threads(), 1))
@@ -103,13 +158,20 @@ def run_table1(config: Table1Config, store: ResultsStore, out_dir: Path, checkpo
         t0 = time.monotonic()
         demos, demo_path = demos_mod.load_or_generate((0, 1, 2), config.demos_per_level, noise=config.noise)
         steps = int(demos.target.sum())
-        log(f"demonstrations: {len(demos)} oracle episodes ({config.demos_per_level} per level at L0-L2, "
-            f"{steps} imitated grasps, recovery noise {config.noise}) in {demo_path}")
+        log(
+            f"demonstrations: {len(demos)} oracle episodes ({config.demos_per_level} per level at L0-L2, "
+            f"{steps} imitated grasps, recovery noise {config.noise}) in {demo_path}"
+        )
         timings["demonstrations"] = time.monotonic() - t0
         for name in config.models:
             t0 = time.monotonic()
-            tc = TrainConfig(epochs=config.epochs.get(name, 10), lr=config.lr.get(name, 1e-3),
-                             batch_size=config.batch_size.get(name, 128), seed=config.seed, max_seconds=1e9)
+            tc = TrainConfig(
+                epochs=config.epochs.get(name, 10),
+                lr=config.lr.get(name, 1e-3),
+                batch_size=config.batch_size.get(name, 128),
+                seed=config.seed,
+                max_seconds=1e9,
+            )
             log(f"training {PAPER_NAMES[name]} ({tc.epochs} epochs)")
             model, info = train(name, demos, tc, log=log)
             save_checkpoint(model, checkpoints / f"{name}.pt", {k: v for k, v in info.items() if k != "history"})
@@ -121,13 +183,15 @@ def run_table1(config: Table1Config, store: ResultsStore, out_dir: Path, checkpo
 
     t0 = time.monotonic()
     ids = {}
-    oracle = _campaign(store, group, "oracle", "blockenv_oracle", range(config.oracle_max_level + 1),
-                       config.episodes, "certify")
+    oracle = _campaign(
+        store, group, "oracle", "blockenv_oracle", range(config.oracle_max_level + 1), config.episodes, "certify"
+    )
     run_campaign_batched(store, oracle.id, batch_executor(None))
     ids["oracle"] = oracle.id
     for name in config.controls:
-        record = _campaign(store, group, name, f"blockenv_{name}", range(config.oracle_max_level + 1),
-                           config.episodes, "evaluate")
+        record = _campaign(
+            store, group, name, f"blockenv_{name}", range(config.oracle_max_level + 1), config.episodes, "evaluate"
+        )
         run_campaign_batched(store, record.id, batch_executor(name))
         ids[name] = record.id
     for name, model in models.items():
@@ -144,12 +208,21 @@ def run_table1(config: Table1Config, store: ResultsStore, out_dir: Path, checkpo
     rows = {}
     for name, cid in ids.items():
         curve = summarize(store, cid).curves[0]
-        rows[name] = {"rates": {lv.level: lv.rate for lv in curve.levels}, "breaks_at": curve.breaks.point.get(1),
-                      "campaign": cid}
+        rows[name] = {
+            "rates": {lv.level: lv.rate for lv in curve.levels},
+            "breaks_at": curve.breaks.point.get(1),
+            "campaign": cid,
+        }
     files = write_report(store, [ids[n] for n in ["oracle", *config.controls, *models]], out_dir / "report")
     timings["total"] = time.monotonic() - t_start
-    result = {"group": group, "rows": rows, "timings_s": timings, "config": asdict(config),
-              "checkpoints": str(checkpoints), "report": str(files.html)}
+    result = {
+        "group": group,
+        "rows": rows,
+        "timings_s": timings,
+        "config": asdict(config),
+        "checkpoints": str(checkpoints),
+        "report": str(files.html),
+    }
     (out_dir / "table1.json").write_text(json.dumps(result, indent=2, default=str))
     (out_dir / "table1.md").write_text(markdown_table(rows, config.max_level))
     return result
@@ -183,18 +256,26 @@ def print_table(rows: dict, max_level: int) -> None:
     for name in [n for n in (*MODELS, "random_legal", "oracle") if n in rows]:
         r = rows[name]
         paper = PAPER_TABLE1.get(name)
-        paper_text = (" / ".join(f"{v:g}" for v in paper[0]) + f"  L{paper[1]}" if paper and paper[1] else
-                      (" / ".join(f"{v:g}" for v in paper[0]) + "  -" if paper else ""))
-        table.add_row(PAPER_NAMES[name], *[f"{100 * r['rates'][k]:.0f}" if k in r["rates"] else "-"
-                                           for k in range(max_level + 1)],
-                      f"L{r['breaks_at']}" if r["breaks_at"] is not None else "-", paper_text)
+        paper_text = (
+            " / ".join(f"{v:g}" for v in paper[0]) + f"  L{paper[1]}"
+            if paper and paper[1]
+            else (" / ".join(f"{v:g}" for v in paper[0]) + "  -" if paper else "")
+        )
+        table.add_row(
+            PAPER_NAMES[name],
+            *[f"{100 * r['rates'][k]:.0f}" if k in r["rates"] else "-" for k in range(max_level + 1)],
+            f"L{r['breaks_at']}" if r["breaks_at"] is not None else "-",
+            paper_text,
+        )
     console = Console(width=200)
     console.print(table)
     for name, r in rows.items():
         beyond = {k: v for k, v in r["rates"].items() if k > max_level}
         if beyond and name != "oracle":
-            console.print(f"{PAPER_NAMES[name]} beyond L{max_level}: " + ", ".join(
-                f"L{k} {100 * v:.0f}%" for k, v in sorted(beyond.items())))
+            console.print(
+                f"{PAPER_NAMES[name]} beyond L{max_level}: "
+                + ", ".join(f"L{k} {100 * v:.0f}%" for k, v in sorted(beyond.items()))
+            )
 
 
 def quick_config(**overrides) -> Table1Config:

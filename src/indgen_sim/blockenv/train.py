@@ -30,14 +30,21 @@ class TrainConfig:
 def _episodes(d: Demos) -> dict[str, torch.Tensor]:
     """`mask`: the steps to imitate (oracle grasps, not injected failures or padding)."""
     valid = np.arange(d.grids.shape[1])[None, :] < d.lengths[:, None]
-    return {"grids": torch.as_tensor(d.grids, dtype=torch.long), "actions": torch.as_tensor(d.actions),
-            "mask": torch.as_tensor(valid & d.target), "levels": torch.as_tensor(d.levels, dtype=torch.long)}
+    return {
+        "grids": torch.as_tensor(d.grids, dtype=torch.long),
+        "actions": torch.as_tensor(d.actions),
+        "mask": torch.as_tensor(valid & d.target),
+        "levels": torch.as_tensor(d.levels, dtype=torch.long),
+    }
 
 
 def _steps(d: Demos) -> dict[str, torch.Tensor]:
     grids, actions, levels = d.steps()
-    return {"grids": torch.as_tensor(grids, dtype=torch.long), "actions": torch.as_tensor(actions),
-            "levels": torch.as_tensor(levels, dtype=torch.long)}
+    return {
+        "grids": torch.as_tensor(grids, dtype=torch.long),
+        "actions": torch.as_tensor(actions),
+        "levels": torch.as_tensor(levels, dtype=torch.long),
+    }
 
 
 def _take(data: dict[str, torch.Tensor], idx) -> dict[str, torch.Tensor]:
@@ -51,14 +58,14 @@ def _batches(data: dict[str, torch.Tensor], batch_size: int, rng: np.random.Gene
     if "mask" not in data:
         order = rng.permutation(n)
         for i in range(0, n, batch_size):
-            yield _take(data, torch.as_tensor(order[i:i + batch_size]))
+            yield _take(data, torch.as_tensor(order[i : i + batch_size]))
         return
     levels = data["levels"].numpy()
     lengths = data["grids"].flatten(2).any(-1).sum(1).numpy()
     chunks = []
     for k in np.unique(levels):
         idx = rng.permutation(np.flatnonzero(levels == k))
-        chunks += [idx[i:i + batch_size] for i in range(0, len(idx), batch_size)]
+        chunks += [idx[i : i + batch_size] for i in range(0, len(idx), batch_size)]
     for j in rng.permutation(len(chunks)):
         idx = chunks[j]
         batch = _take(data, torch.as_tensor(idx))
@@ -102,13 +109,15 @@ def validation_accuracy(model: BlockEnvModel, data: dict[str, torch.Tensor]) -> 
                 total += int(mask[:, t].sum())
             return correct / max(total, 1)
         state = model.start(len(data["levels"]), data["levels"])
-        acts = select_actions(model.logits(state, data["grids"], None, 0),
-                              np.zeros(len(data["levels"]), np.uint64), 0, greedy=True)
+        acts = select_actions(
+            model.logits(state, data["grids"], None, 0), np.zeros(len(data["levels"]), np.uint64), 0, greedy=True
+        )
         return float((torch.as_tensor(acts) == data["actions"]).all(1).float().mean())
 
 
-def train(name: str, demos: Demos, config: TrainConfig | None = None, log=print, **model_kwargs) -> tuple[
-        BlockEnvModel, dict[str, Any]]:
+def train(
+    name: str, demos: Demos, config: TrainConfig | None = None, log=print, **model_kwargs
+) -> tuple[BlockEnvModel, dict[str, Any]]:
     config = config or TrainConfig()
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
@@ -135,20 +144,34 @@ def train(name: str, demos: Demos, config: TrainConfig | None = None, log=print,
             losses.append(loss.item())
         acc = validation_accuracy(model, val_data)
         extra = model.validation_metrics(val_data)
-        history.append({"epoch": epoch, "loss": float(np.mean(losses)), "val_accuracy": acc,
-                        "seconds": time.monotonic() - start, **extra})
-        log(f"  {name} epoch {epoch + 1}/{config.epochs}: loss {np.mean(losses):.4f}, "
-            f"held-out L0-L2 accuracy {acc:.3f}" + "".join(f", {k.replace('_', ' ')} {v:.3f}"
-                                                          for k, v in extra.items()))
+        history.append(
+            {
+                "epoch": epoch,
+                "loss": float(np.mean(losses)),
+                "val_accuracy": acc,
+                "seconds": time.monotonic() - start,
+                **extra,
+            }
+        )
+        log(
+            f"  {name} epoch {epoch + 1}/{config.epochs}: loss {np.mean(losses):.4f}, "
+            f"held-out L0-L2 accuracy {acc:.3f}" + "".join(f", {k.replace('_', ' ')} {v:.3f}" for k, v in extra.items())
+        )
         if acc > best[0]:
             best = (acc, {k: v.detach().clone() for k, v in model.state_dict().items()}, epoch)
         if time.monotonic() - start > config.max_seconds:
             log(f"  {name}: time budget of {config.max_seconds:.0f} s reached")
             break
     model.load_state_dict(best[1])
-    info = {"best_epoch": best[2], "val_accuracy": best[0], "history": history,
-            **{k: v for k, v in history[best[2]].items() if k not in ("epoch", "loss", "val_accuracy", "seconds")},
-            "seconds": time.monotonic() - start, "train_episodes": len(train_d), "config": vars(config)}
+    info = {
+        "best_epoch": best[2],
+        "val_accuracy": best[0],
+        "history": history,
+        **{k: v for k, v in history[best[2]].items() if k not in ("epoch", "loss", "val_accuracy", "seconds")},
+        "seconds": time.monotonic() - start,
+        "train_episodes": len(train_d),
+        "config": vars(config),
+    }
     return model.eval(), info
 
 
@@ -156,8 +179,7 @@ def save_checkpoint(model: BlockEnvModel, path: Path, info: dict[str, Any] | Non
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    torch.save({"model": model.name, "config": model.config, "state_dict": model.state_dict(), "info": info or {}},
-               tmp)
+    torch.save({"model": model.name, "config": model.config, "state_dict": model.state_dict(), "info": info or {}}, tmp)
     tmp.replace(path)
     return path
 

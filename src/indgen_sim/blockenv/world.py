@@ -19,8 +19,12 @@ def evaluation(success: bool, steps: int, removed: int, k: int) -> Evaluation:
     details = {"removed": removed, "level": k}
     if success:
         return Evaluation(Outcome.SUCCESS, f"goal grasped after {steps} grasps", 1.0, details)
-    return Evaluation(Outcome.FAILURE, f"goal not grasped; {removed} of {2 * k} distractors removed",
-                      min(removed, k) / (k + 1), details)
+    return Evaluation(
+        Outcome.FAILURE,
+        f"goal not grasped; {removed} of {2 * k} distractors removed",
+        min(removed, k) / (k + 1),
+        details,
+    )
 
 
 class BlockEnvWorld(World):

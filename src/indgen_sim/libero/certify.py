@@ -20,15 +20,27 @@ def certify(store, tasks, axes, levels, trials: int = 1, workers: int | None = N
     stamp = time.strftime("%Y%m%d-%H%M%S")
     with cluster.connect(workers=workers or cluster.default_workers()) as client:
         for axis, task in ((a, t) for a in axes for t in tasks):
-            config = CampaignConfig(name=f"libero_certify_{axis}_t{task}", axis=axis, world="libero",
-                                    world_options={"task": task}, policies=["libero_oracle"], levels=levels,
-                                    trials_per_level=trials, purpose="certify", seed=task, group=f"certify-{stamp}")
+            config = CampaignConfig(
+                name=f"libero_certify_{axis}_t{task}",
+                axis=axis,
+                world="libero",
+                world_options={"task": task},
+                policies=["libero_oracle"],
+                levels=levels,
+                trials_per_level=trials,
+                purpose="certify",
+                seed=task,
+                group=f"certify-{stamp}",
+            )
             record = plan_campaign(store, config, campaign_id=f"{config.name}-{stamp}")
             t0 = time.monotonic()
             cluster.run_campaign_cluster(store, record.id, client, world_options={"cameras": False})
             rows = level_rows(store, record.id, task, axis, levels)
-            log(f"{axis} task {task}: " + " ".join(f"k={r['k']}:{MARK[r['state']]}" for r in rows)
-                + f" ({time.monotonic() - t0:.0f} s)")
+            log(
+                f"{axis} task {task}: "
+                + " ".join(f"k={r['k']}:{MARK[r['state']]}" for r in rows)
+                + f" ({time.monotonic() - t0:.0f} s)"
+            )
     return table_from_store(store, tasks, axes, levels)
 
 
@@ -38,12 +50,34 @@ def level_rows(store, campaign_id: str, task: int, axis: str, levels) -> list[di
     for k in levels:
         c = counts.get(("libero_oracle", k), {})
         failed = c.get("failure", 0) + c.get("timeout", 0)
-        state = ("certified" if c.get("success", 0) else "infeasible" if failed else
-                 "rejected" if c.get("invalid", 0) else "not run")  # aborted attempts only
-        reasons = sorted({r.reason for r in store.rows(campaign_id)
-                          if r.level == k and r.outcome not in (None, "success") and r.reason})
-        rows.append({"task": task, "name": suite.task_name(task), "axis": axis, "k": k, "state": state,
-                     "counts": c, "reasons": reasons, "campaign": campaign_id})
+        state = (
+            "certified"
+            if c.get("success", 0)
+            else "infeasible"
+            if failed
+            else "rejected"
+            if c.get("invalid", 0)
+            else "not run"
+        )  # aborted attempts only
+        reasons = sorted(
+            {
+                r.reason
+                for r in store.rows(campaign_id)
+                if r.level == k and r.outcome not in (None, "success") and r.reason
+            }
+        )
+        rows.append(
+            {
+                "task": task,
+                "name": suite.task_name(task),
+                "axis": axis,
+                "k": k,
+                "state": state,
+                "counts": c,
+                "reasons": reasons,
+                "campaign": campaign_id,
+            }
+        )
     return rows
 
 
@@ -65,8 +99,12 @@ def write_table(rows: list[dict], levels: list[int], out: Path) -> Path:
     lines = []
     for axis in sorted({r["axis"] for r in rows}):
         ks = sorted({r["k"] for r in rows if r["axis"] == axis} & set(levels))
-        lines += [f"**{axis}**", "", "| task | " + " | ".join(f"k={k}" for k in ks) + " |",
-                  "| --- | " + " | ".join("---" for _ in ks) + " |"]
+        lines += [
+            f"**{axis}**",
+            "",
+            "| task | " + " | ".join(f"k={k}" for k in ks) + " |",
+            "| --- | " + " | ".join("---" for _ in ks) + " |",
+        ]
         for task in sorted({r["task"] for r in rows if r["axis"] == axis}):
             cells = {r["k"]: MARK[r["state"]] for r in rows if r["axis"] == axis and r["task"] == task}
             name = next(r["name"] for r in rows if r["task"] == task).removeprefix("pick_up_the_").split("_and_")[0]
@@ -75,8 +113,9 @@ def write_table(rows: list[dict], levels: list[int], out: Path) -> Path:
     problems = [r for r in rows if r["state"] != "certified"]
     if problems:
         lines += ["Not certified:", ""]
-        lines += [f"- {r['axis']} task {r['task']} k={r['k']}: {r['state']} ({'; '.join(r['reasons'])})"
-                  for r in problems]
+        lines += [
+            f"- {r['axis']} task {r['task']} k={r['k']}: {r['state']} ({'; '.join(r['reasons'])})" for r in problems
+        ]
     md = out / "certification.md"
     md.write_text("\n".join(lines) + "\n")
     return md

@@ -11,17 +11,24 @@ AXES = ("libero_pick_y", "libero_goal_y", "libero_scale")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("libero", help="LIBERO-Object: certify levels with the oracle, tabulate them",
-                       description="LIBERO-Object (paper section 5.2) behind the world interface.")
+    p = sub.add_parser(
+        "libero",
+        help="LIBERO-Object: certify levels with the oracle, tabulate them",
+        description="LIBERO-Object (paper section 5.2) behind the world interface.",
+    )
     lsub = p.add_subparsers(dest="libero_command", metavar="ACTION", required=True)
-    c = lsub.add_parser("certify", help="run the oracle on every (task, axis, k) and write the table",
-                        description="One certify campaign per (task, axis): the oracle at every level k=-3..3. "
-                        "A level is certified when the oracle solves it, infeasible when every valid trial "
-                        "fails, rejected when its setup is physically broken (interpenetration, launch). Writes "
-                        "certification.md/.json and prints the table.")
+    c = lsub.add_parser(
+        "certify",
+        help="run the oracle on every (task, axis, k) and write the table",
+        description="One certify campaign per (task, axis): the oracle at every level k=-3..3. "
+        "A level is certified when the oracle solves it, infeasible when every valid trial "
+        "fails, rejected when its setup is physically broken (interpenetration, launch). Writes "
+        "certification.md/.json and prints the table.",
+    )
     c.add_argument("--tasks", type=int_list, default="0-9", help="tasks, e.g. 0-9 or 0,3,5 (default: all ten)")
-    c.add_argument("--axes", type=name_list, default=",".join(AXES),
-                   help=f"comma-separated axes (default: {','.join(AXES)})")
+    c.add_argument(
+        "--axes", type=name_list, default=",".join(AXES), help=f"comma-separated axes (default: {','.join(AXES)})"
+    )
     c.add_argument("--levels", type=int_list, default="-3,-2,-1,0,1,2,3", help="levels, e.g. -3-3 or 0,2")
     c.add_argument("--trials", type=int, default=1, help="oracle trials per level")
     c.add_argument("--workers", type=int, default=0, help="worker processes (0: one per core)")

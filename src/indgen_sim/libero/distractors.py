@@ -14,8 +14,18 @@ import numpy as np
 
 from indgen_core import paths
 
-KINDS = ("alphabet_soup", "cream_cheese", "salad_dressing", "bbq_sauce", "ketchup", "tomato_sauce", "butter",
-         "milk", "chocolate_pudding", "orange_juice")
+KINDS = (
+    "alphabet_soup",
+    "cream_cheese",
+    "salad_dressing",
+    "bbq_sauce",
+    "ketchup",
+    "tomato_sauce",
+    "butter",
+    "milk",
+    "chocolate_pudding",
+    "orange_juice",
+)
 MIN_GAP = 0.11  # m between a distractor's region and any other region's centre
 HALF = 0.01  # half size of a distractor's region
 # where the task's objects stand, so that distractors stay in the cameras' view
@@ -50,7 +60,8 @@ def with_distractors(bddl: str, count: int) -> str:
         f"      (distractor_region_{i}\n          (:target floor)\n          (:ranges (\n"
         f"              ({x - HALF:.4f} {y - HALF:.4f} {x + HALF:.4f} {y + HALF:.4f})\n"
         "            )\n          )\n      )\n"
-        for i, (x, y) in enumerate(spots))
+        for i, (x, y) in enumerate(spots)
+    )
     objects = "".join(f"    {kinds[i]}_1 - {kinds[i]}\n" for i in range(count))
     init = "".join(f"    (On {kinds[i]}_1 floor_distractor_region_{i})\n" for i in range(count))
     out = re.sub(r"(\(:regions\s*\n)", lambda m: m.group(1) + regions, text, count=1)

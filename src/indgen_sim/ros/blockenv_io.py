@@ -30,8 +30,14 @@ class BlockEnvIO:
         """Publish the observation of `step` and return the one action that answers it."""
         grid = np.asarray(obs["grid"], dtype=np.uint8)
         self.slot.expect((setup.trial_id, step))
-        msg = GridObservation(trial_id=setup.trial_id, step=step, rows=grid.shape[0], cols=grid.shape[1],
-                              cells=grid.tobytes(), level=int(obs["level"]))
+        msg = GridObservation(
+            trial_id=setup.trial_id,
+            step=step,
+            rows=grid.shape[0],
+            cols=grid.shape[1],
+            cells=grid.tobytes(),
+            level=int(obs["level"]),
+        )
         msg.header.stamp = stamp
         self.pub.publish(msg)
         action = self.slot.wait(timeout, should_abort, f"step {step}")["action"]

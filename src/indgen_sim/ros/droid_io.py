@@ -23,8 +23,9 @@ class DroidTwinIO(StampedWorldIO):
         self.command(topics.GRIPPER_COMMAND, "gripper", fr3.read_gripper_command)
 
     def publish_state(self, obs, stamp) -> None:
-        self.joint_pub.publish(fr3.joint_state(obs["joint_position"], obs["joint_velocity"],
-                                               obs["gripper_position"], stamp))
+        self.joint_pub.publish(
+            fr3.joint_state(obs["joint_position"], obs["joint_velocity"], obs["gripper_position"], stamp)
+        )
 
     def exchange(self, setup, step: int, obs, stamp, timeout: float, should_abort) -> dict:
         got = super().exchange(setup, step, obs, stamp, timeout, should_abort)

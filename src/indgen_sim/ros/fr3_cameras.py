@@ -60,8 +60,9 @@ def image_message(rgb: np.ndarray, size: tuple[int, int], encoding: str, stamp, 
     else:
         small = rgb
     data = np.ascontiguousarray(np.repeat(np.repeat(small, fy, axis=0), fx, axis=1)[:height, :width])
-    msg = Image(height=data.shape[0], width=data.shape[1], encoding=encoding, is_bigendian=0,
-                step=data.shape[1] * data.shape[2])
+    msg = Image(
+        height=data.shape[0], width=data.shape[1], encoding=encoding, is_bigendian=0, step=data.shape[1] * data.shape[2]
+    )
     buffer = array.array("B")
     buffer.frombytes(data.tobytes())
     msg.data = buffer
@@ -77,25 +78,45 @@ def depth_topic(image_topic: str) -> str:
 
 def scene_state(world, stamp) -> String:
     """The stand-in's scene as the cameras need it: the model's layout and its qpos."""
-    return String(data=json.dumps({"stamp": [stamp.sec, stamp.nanosec], "blue_raise": world.layout.blue_raise,
-                                   "bowl_scale": world.layout.bowl_scale, "qpos": world.d.qpos.tolist()}))
+    return String(
+        data=json.dumps(
+            {
+                "stamp": [stamp.sec, stamp.nanosec],
+                "blue_raise": world.layout.blue_raise,
+                "bowl_scale": world.layout.bowl_scale,
+                "qpos": world.d.qpos.tolist(),
+            }
+        )
+    )
 
 
 class Fr3Cameras(Node):
     def __init__(self):
         super().__init__("fr3_cameras")
-        self.p = declare(self, robot="fr3_robotiq_zed", builtin=False, image_width=1280, image_height=720,
-                         render_width=320, render_height=180, encoding="bgra8", camera_hz=15.0)
+        self.p = declare(
+            self,
+            robot="fr3_robotiq_zed",
+            builtin=False,
+            image_width=1280,
+            image_height=720,
+            render_width=320,
+            render_height=180,
+            encoding="bgra8",
+            camera_hz=15.0,
+        )
         if self.p["encoding"] not in ENCODINGS:
             raise IndGenError(f"encoding must be one of {', '.join(ENCODINGS)}, got {self.p['encoding']!r}")
         if not self.p["camera_hz"] > 0:
             raise IndGenError(f"camera_hz must be positive, got {self.p['camera_hz']}")
         self.config = load_robot_config(self.p["robot"])
         self.world = DroidTwinWorld(cameras=[], builtin=self.p["builtin"])
-        self.image_pubs = {cam: self.create_publisher(Image, topic, LOCKSTEP)
-                           for cam, topic in self.config.cameras.items()}
-        self.depth_pubs = {cam: self.create_publisher(Image, depth_topic(topic), LOCKSTEP)
-                           for cam, topic in self.config.cameras.items()}
+        self.image_pubs = {
+            cam: self.create_publisher(Image, topic, LOCKSTEP) for cam, topic in self.config.cameras.items()
+        }
+        self.depth_pubs = {
+            cam: self.create_publisher(Image, depth_topic(topic), LOCKSTEP)
+            for cam, topic in self.config.cameras.items()
+        }
         self.status_pub = self.create_publisher(String, STATUS, LATCHED)
         subscribe(self, String, SCENE_STATE, self._on_state, LOCKSTEP)
         subscribe(self, String, INJECT, self._on_inject, LOCKSTEP)
@@ -161,8 +182,11 @@ class Fr3Cameras(Node):
         stamp = Time(sec=int(state["stamp"][0]), nanosec=int(state["stamp"][1]))
         size = (self.p["image_height"], self.p["image_width"])
         render = (self.p["render_height"], self.p["render_width"])
-        wanted = [cam for cam, pub in self.image_pubs.items() if pub.get_subscription_count() > 0
-                  or self.depth_pubs[cam].get_subscription_count() > 0]
+        wanted = [
+            cam
+            for cam, pub in self.image_pubs.items()
+            if pub.get_subscription_count() > 0 or self.depth_pubs[cam].get_subscription_count() > 0
+        ]
         if wanted:
             self._scene(state)
         for cam in self.image_pubs:
@@ -182,8 +206,14 @@ class Fr3Cameras(Node):
             if depth_pub.get_subscription_count() > 0:
                 self.streams_on.add(depth_pub.topic_name)
                 depth = self._depth(cam, render)
-                msg = Image(height=depth.shape[0], width=depth.shape[1], encoding="32FC1", is_bigendian=0,
-                            step=depth.shape[1] * 4, data=depth.tobytes())
+                msg = Image(
+                    height=depth.shape[0],
+                    width=depth.shape[1],
+                    encoding="32FC1",
+                    is_bigendian=0,
+                    step=depth.shape[1] * 4,
+                    data=depth.tobytes(),
+                )
                 msg.header.stamp, msg.header.frame_id = stamp, cam
                 depth_pub.publish(msg)
 
@@ -199,8 +229,11 @@ class Fr3Cameras(Node):
             renderer.close()
 
     def _publish_status(self) -> None:
-        self.status_pub.publish(String(data=json.dumps({"streams_on": sorted(self.streams_on), "frozen": self.frozen,
-                                                        "frames": self.frames})))
+        self.status_pub.publish(
+            String(
+                data=json.dumps({"streams_on": sorted(self.streams_on), "frozen": self.frozen, "frames": self.frames})
+            )
+        )
 
     def close(self) -> None:
         self._stop.set()

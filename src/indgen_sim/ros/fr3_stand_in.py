@@ -95,9 +95,18 @@ class JointStatePublisher:
 class Fr3StandIn(Node):
     def __init__(self):
         super().__init__("fr3_stand_in")
-        self.p = declare(self, robot="fr3_robotiq_zed", builtin=False, broadcaster_hz=100.0, measured_hz=50.0,
-                         joint_state_rate=30.0, gripper_hz=50.0, camera_hz=15.0, privileged=True,
-                         contact_threshold=40.0)
+        self.p = declare(
+            self,
+            robot="fr3_robotiq_zed",
+            builtin=False,
+            broadcaster_hz=100.0,
+            measured_hz=50.0,
+            joint_state_rate=30.0,
+            gripper_hz=50.0,
+            camera_hz=15.0,
+            privileged=True,
+            contact_threshold=40.0,
+        )
         for rate in ("broadcaster_hz", "measured_hz", "joint_state_rate", "gripper_hz", "camera_hz"):
             if not self.p[rate] > 0:
                 raise IndGenError(f"{rate} must be positive, got {self.p[rate]}")
@@ -107,14 +116,16 @@ class Fr3StandIn(Node):
         self.arm_pub = self.create_publisher(JointState, c.arm.state_topic, SYSTEM_DEFAULT)
         measured = c.arm.robot_state_topic.rsplit("/", 1)[0] + "/measured_joint_states"
         self.measured_pub = self.create_publisher(JointState, measured, BEST_EFFORT)
-        self.merged_pub = self.create_publisher(JointState, c.merged_joint_states, SYSTEM_DEFAULT) \
-            if c.merged_joint_states else None
+        self.merged_pub = (
+            self.create_publisher(JointState, c.merged_joint_states, SYSTEM_DEFAULT) if c.merged_joint_states else None
+        )
         self.gripper_pub = self.create_publisher(JointState, c.gripper.state_topic, SYSTEM_DEFAULT)
         self.scene_pub = self.create_publisher(String, SCENE_STATE, SYSTEM_DEFAULT)
         self.pose_pub = self.create_publisher(ObjectPoses, topics.OBJECT_POSES, SYSTEM_DEFAULT)
         self.status_pub = self.create_publisher(String, STATUS_TOPIC, LATCHED)
-        self.trajectory_sub = subscribe(self, JointTrajectory, c.arm.trajectory_topic, self._on_trajectory,
-                                        SYSTEM_DEFAULT)
+        self.trajectory_sub = subscribe(
+            self, JointTrajectory, c.arm.trajectory_topic, self._on_trajectory, SYSTEM_DEFAULT
+        )
         subscribe(self, Float64MultiArray, c.gripper.command_topic, self._on_gripper, SYSTEM_DEFAULT)
         subscribe(self, TaskSetup, topics.TASK_SETUP, self._on_setup, LATCHED)
         subscribe(self, String, INJECT_TOPIC, self._on_inject, SYSTEM_DEFAULT)
@@ -126,19 +137,22 @@ class Fr3StandIn(Node):
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hardware", daemon=True)
         self._thread.start()
-        self.get_logger().info(f"FR3 cell stand-in ({self.cell.physics.world.source.detail}) behind robot "
-                               f"configuration '{c.name}'")
+        self.get_logger().info(
+            f"FR3 cell stand-in ({self.cell.physics.world.source.detail}) behind robot configuration '{c.name}'"
+        )
 
     # -- the controllers' inputs -------------------------------------------------------------------
     def _on_trajectory(self, msg: JointTrajectory) -> None:
         points = []
         for p in msg.points:
             t = p.time_from_start.sec + p.time_from_start.nanosec * 1e-9
-            points.append(Point(t, np.array(p.positions, float), np.array(p.velocities, float)
-                                if len(p.velocities) else None))
+            points.append(
+                Point(t, np.array(p.positions, float), np.array(p.velocities, float) if len(p.velocities) else None)
+            )
         start = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-        refused = self.cell.receive_trajectory(list(msg.joint_names), points,
-                                               start - time.time() + time.monotonic() if start else 0.0)
+        refused = self.cell.receive_trajectory(
+            list(msg.joint_names), points, start - time.time() + time.monotonic() if start else 0.0
+        )
         if refused:
             self.get_logger().warning(f"fr3_arm_controller: {refused}", throttle_duration_sec=2.0)
 
@@ -165,8 +179,9 @@ class Fr3StandIn(Node):
             self.recovery_services = []
         elif order.get("driver") == "restart":
             if self.trajectory_sub is None:
-                self.trajectory_sub = subscribe(self, JointTrajectory, self.config.arm.trajectory_topic,
-                                                self._on_trajectory, SYSTEM_DEFAULT)
+                self.trajectory_sub = subscribe(
+                    self, JointTrajectory, self.config.arm.trajectory_topic, self._on_trajectory, SYSTEM_DEFAULT
+                )
             if not self.recovery_services:
                 self._serve_recovery()
             self.cell.restart_driver()
@@ -194,22 +209,34 @@ class Fr3StandIn(Node):
         self.recovery_services = [
             serve(self, Trigger, f"{STAND_IN}/error_recovery", self._trigger(self.cell.error_recovery)),
             serve(self, Trigger, f"{STAND_IN}/activate_hardware", self._trigger(self.cell.activate_hardware)),
-            serve(self, Trigger, f"{STAND_IN}/activate_controllers",
-                  self._trigger(lambda: self.cell.activate_controllers(list(c.recovery.controllers))))]
+            serve(
+                self,
+                Trigger,
+                f"{STAND_IN}/activate_controllers",
+                self._trigger(lambda: self.cell.activate_controllers(list(c.recovery.controllers))),
+            ),
+        ]
 
     def _trigger(self, action):
         def call(request, response):
             response.success, response.message = action()
             self._publish_status()
             return response
+
         return call
 
     # -- the drivers' outputs ------------------------------------------------------------------------
     def _run(self) -> None:
         start = time.monotonic()
-        rates = {"arm": self.p["broadcaster_hz"], "measured": self.p["measured_hz"],
-                 "merged": self.p["joint_state_rate"], "gripper": self.p["gripper_hz"], "poses": 15.0, "status": 2.0,
-                 "scene": self.p["camera_hz"]}
+        rates = {
+            "arm": self.p["broadcaster_hz"],
+            "measured": self.p["measured_hz"],
+            "merged": self.p["joint_state_rate"],
+            "gripper": self.p["gripper_hz"],
+            "poses": 15.0,
+            "status": 2.0,
+            "scene": self.p["camera_hz"],
+        }
         due = dict.fromkeys(rates, start)
         while not self._stop.is_set():
             try:
@@ -228,18 +255,22 @@ class Fr3StandIn(Node):
             # as franka_hardware read() logs libfranka's ControlException (through a logger that
             # is not a node's: the line reaches the console, not /rosout), then the controller
             # manager's own line
-            FRANKA_LOG.error(f'libfranka: Move command aborted: motion aborted by reflex! ["{s.last_error}"] '
-                             f"({s.last_error_detail})")
-            self.get_logger().error("REFLEX or FAULT: Deactivating following hardware components as their read cycle "
-                                    "resulted in an error: [ FrankaHardwareInterface ]")
+            FRANKA_LOG.error(
+                f'libfranka: Move command aborted: motion aborted by reflex! ["{s.last_error}"] ({s.last_error_detail})'
+            )
+            self.get_logger().error(
+                "REFLEX or FAULT: Deactivating following hardware components as their read cycle "
+                "resulted in an error: [ FrankaHardwareInterface ]"
+            )
             self._publish_status()
         stamp = self.get_clock().now().to_msg()
         if now >= due["arm"]:
             state = self.cell.arm_state()
             if state is not None:  # an inactive broadcaster publishes nothing
                 q, dq, effort = state
-                msg = JointState(name=list(self.config.arm.joints), position=q.tolist(), velocity=dq.tolist(),
-                                 effort=effort.tolist())
+                msg = JointState(
+                    name=list(self.config.arm.joints), position=q.tolist(), velocity=dq.tolist(), effort=effort.tolist()
+                )
                 msg.header.stamp = stamp
                 self.arm_pub.publish(msg)
                 self.jsp.source(msg.name, msg.position, msg.velocity, msg.effort)
@@ -273,9 +304,19 @@ class Fr3StandIn(Node):
     def _publish_status(self) -> None:
         with self.cell.lock:
             check = self.cell.physics.check()
-        self.status_pub.publish(String(data=json.dumps({
-            **self.cell.summary(), "trial_id": self.setup.trial_id if self.setup else "", "placed": bool(check.placed),
-            "check": check.detail, "contact_thresholds": self.cell.contact_thresholds.tolist()})))
+        self.status_pub.publish(
+            String(
+                data=json.dumps(
+                    {
+                        **self.cell.summary(),
+                        "trial_id": self.setup.trial_id if self.setup else "",
+                        "placed": bool(check.placed),
+                        "check": check.detail,
+                        "contact_thresholds": self.cell.contact_thresholds.tolist(),
+                    }
+                )
+            )
+        )
 
     def close(self) -> None:
         self._stop.set()

@@ -86,8 +86,16 @@ class _PassThrough(Spec):
 class SimBridge(Node):
     def __init__(self):
         super().__init__("sim_bridge")
-        self.p = declare(self, world="blockenv", world_options="", level_images=False, render="on_request",
-                         action_timeout_s=10.0, policy_silence_s=5.0, feedback_period_s=0.5)
+        self.p = declare(
+            self,
+            world="blockenv",
+            world_options="",
+            level_images=False,
+            render="on_request",
+            action_timeout_s=10.0,
+            policy_silence_s=5.0,
+            feedback_period_s=0.5,
+        )
         options = _options(self.p["world_options"])
         try:
             self.world = registry.make(registry.WORLDS, self.p["world"], **options)
@@ -100,8 +108,9 @@ class SimBridge(Node):
         # its own name: the command line's __node remap must not rename it to the bridge's
         self.io_node = rclpy.create_node(f"{self.get_name()}_io", context=self.context, use_global_arguments=False)
         io_cls = registry.import_target(adapter, "topic adapter")
-        self.io = io_cls(self.io_node, self.world, **({"render": self.p["render"]} if issubclass(
-            io_cls, StampedWorldIO) else {}))
+        self.io = io_cls(
+            self.io_node, self.world, **({"render": self.p["render"]} if issubclass(io_cls, StampedWorldIO) else {})
+        )
         self.clock_pub = self.io_node.create_publisher(Clock, topics.CLOCK, LOCKSTEP)
         self.final_pub = self.io_node.create_publisher(WorldFinalState, topics.FINAL_STATE, RELIABLE)
         self.world_options = json.dumps(options, sort_keys=True)
@@ -116,9 +125,14 @@ class SimBridge(Node):
         serve(self.io_node, Trigger, topics.END_EPISODE, self._end_service)
         self.sim_time = 0.0
         self.finished: collections.OrderedDict[tuple[str, int], RunEpisode.Result] = collections.OrderedDict()
-        self.server = ActionServer(self, RunEpisode, topics.RUN_EPISODE, execute_callback=self._execute,
-                                   goal_callback=lambda goal: GoalResponse.ACCEPT,
-                                   cancel_callback=lambda _: CancelResponse.ACCEPT)
+        self.server = ActionServer(
+            self,
+            RunEpisode,
+            topics.RUN_EPISODE,
+            execute_callback=self._execute,
+            goal_callback=lambda goal: GoalResponse.ACCEPT,
+            cancel_callback=lambda _: CancelResponse.ACCEPT,
+        )
         self.get_logger().info(f"serving {topics.RUN_EPISODE} for world '{self.p['world']}'")
 
     def extra_nodes(self):
@@ -138,8 +152,10 @@ class SimBridge(Node):
 
     def _estop_service(self, request, response):
         self._set_estop(bool(request.data))
-        response.success, response.message = True, "e-stop engaged: the episode stops" if request.data else \
-            "e-stop released"
+        response.success, response.message = (
+            True,
+            "e-stop engaged: the episode stops" if request.data else "e-stop released",
+        )
         return response
 
     def _end_service(self, request, response):
@@ -156,10 +172,12 @@ class SimBridge(Node):
         except Exception as exc:  # a goal the bridge cannot run: refuse it, keep serving
             self.get_logger().error(f"episode goal refused: {first_line(exc)}")
             trial = goal_handle.request.setup
-            setup = dataclasses.replace(_EMPTY_SETUP, campaign_id=trial.campaign_id[:128],
-                                        trial_id=trial.trial_id[:128])
-            result = TrialResult(setup.trial_id, Outcome.ABORTED,
-                                 f"the world could not run this goal: {first_line(exc)}")
+            setup = dataclasses.replace(
+                _EMPTY_SETUP, campaign_id=trial.campaign_id[:128], trial_id=trial.trial_id[:128]
+            )
+            result = TrialResult(
+                setup.trial_id, Outcome.ABORTED, f"the world could not run this goal: {first_line(exc)}"
+            )
             goal_handle.abort()
             return RunEpisode.Result(result=convert.result_to_msg(result, setup))
 
@@ -189,8 +207,11 @@ class SimBridge(Node):
         def send(step: int, total: int, phase: str) -> None:
             with lock:
                 last_feedback[:] = [time.monotonic(), step, phase]
-                goal_handle.publish_feedback(RunEpisode.Feedback(
-                    phase=phase, step=step, max_steps=total, elapsed=convert.duration(step * self.world.control_dt)))
+                goal_handle.publish_feedback(
+                    RunEpisode.Feedback(
+                        phase=phase, step=step, max_steps=total, elapsed=convert.duration(step * self.world.control_dt)
+                    )
+                )
 
         def feedback(step: int, total: int, phase: str = "running") -> None:
             if time.monotonic() - last_feedback[0] >= self.p["feedback_period_s"] or step in (0, total):
@@ -202,8 +223,11 @@ class SimBridge(Node):
             period = max(self.p["feedback_period_s"], 0.05)
             while not done.wait(period):
                 if time.monotonic() - last_feedback[0] >= period:
-                    send(last_feedback[1], max_steps, last_feedback[2] if last_feedback[2] == "resetting"
-                         else "waiting_for_policy")
+                    send(
+                        last_feedback[1],
+                        max_steps,
+                        last_feedback[2] if last_feedback[2] == "resetting" else "waiting_for_policy",
+                    )
 
         beat = threading.Thread(target=heartbeat, name="feedback", daemon=True)
 
@@ -231,10 +255,17 @@ class SimBridge(Node):
                     images.append(path)
 
         def on_final(state: dict, ending: str, steps: int) -> None:  # before the world judges it
-            msg = WorldFinalState(campaign_id=setup.campaign_id, trial_id=setup.trial_id, setup_stamp=stamp,
-                                  world=self.p["world"], world_options_json=self.world_options,
-                                  setup_json=setup.to_json(), ending=ending, steps=steps,
-                                  state_json=json.dumps(state))
+            msg = WorldFinalState(
+                campaign_id=setup.campaign_id,
+                trial_id=setup.trial_id,
+                setup_stamp=stamp,
+                world=self.p["world"],
+                world_options_json=self.world_options,
+                setup_json=setup.to_json(),
+                ending=ending,
+                steps=steps,
+                state_json=json.dumps(state),
+            )
             msg.header.stamp = _time_msg(self.sim_time)
             self.final_pub.publish(msg)
 
@@ -243,15 +274,24 @@ class SimBridge(Node):
         beat.start()
         try:
             self.end_requested = False
-            result = run_episode(self.world, infer, _PassThrough(), setup, on_step=feedback, on_reset=on_reset,
-                                 should_end=lambda: self.end_requested, on_final=on_final)
+            result = run_episode(
+                self.world,
+                infer,
+                _PassThrough(),
+                setup,
+                on_step=feedback,
+                on_reset=on_reset,
+                should_end=lambda: self.end_requested,
+                on_final=on_final,
+            )
         finally:
             done.set()
             beat.join(timeout=2.0)
         if images:
             result = dataclasses.replace(result, artifacts=(*result.artifacts, *images))
-        self.get_logger().info(f"{setup.trial_id}: {result.outcome.name.lower()} after {result.steps} steps "
-                               f"({result.reason})")
+        self.get_logger().info(
+            f"{setup.trial_id}: {result.outcome.name.lower()} after {result.steps} steps ({result.reason})"
+        )
         msg = convert.result_to_msg(result, setup, _time_msg(self.sim_time))
         if goal_handle.is_cancel_requested:
             goal_handle.canceled()
@@ -279,8 +319,18 @@ class SimBridge(Node):
         self.world.close()
 
 
-_EMPTY_SETUP = convert.records.TaskSetup(campaign_id="", trial_id="", world="", axis="", level=0,
-                                         in_distribution=False, parameters=(), trial_index=0, seed=0, policy="")
+_EMPTY_SETUP = convert.records.TaskSetup(
+    campaign_id="",
+    trial_id="",
+    world="",
+    axis="",
+    level=0,
+    in_distribution=False,
+    parameters=(),
+    trial_index=0,
+    seed=0,
+    policy="",
+)
 
 
 def _options(text: str) -> dict:

@@ -40,8 +40,10 @@ class StampedWorldIO:
         self.on_request = render == "on_request"
         self.tick_pub = node.create_publisher(ControlTick, topics.CONTROL_TICK, LOCKSTEP)
         self.pose_pub = node.create_publisher(ObjectPoses, topics.OBJECT_POSES, LOCKSTEP)
-        self.image_pubs = {cam: node.create_publisher(Image, topics.camera_topic(cam), LOCKSTEP)
-                           for cam in getattr(world, "cameras", [])}
+        self.image_pubs = {
+            cam: node.create_publisher(Image, topics.camera_topic(cam), LOCKSTEP)
+            for cam in getattr(world, "cameras", [])
+        }
         self.slot = AnswerSlot(self.parts)
         self.sequence = 0
         self.malformed = 0
@@ -79,8 +81,11 @@ class StampedWorldIO:
         if not on_request:
             self._send_images(images, list(images), stamp)
         if obs.get("objects"):
-            self.pose_pub.publish(fr3.object_poses(obs["objects"], stamp, self.frame_id, obs.get("pick", ""),
-                                                   obs.get("place", ""), obs.get("grasp")))
+            self.pose_pub.publish(
+                fr3.object_poses(
+                    obs["objects"], stamp, self.frame_id, obs.get("pick", ""), obs.get("place", ""), obs.get("grasp")
+                )
+            )
         tick = ControlTick(trial_id=setup.trial_id, step=step, sequence=self.sequence, images_on_request=on_request)
         tick.header.stamp = stamp
         self.tick_pub.publish(tick)
@@ -94,14 +99,19 @@ class StampedWorldIO:
         """This tick's frames of `cameras` (rendered now when the world renders on read); a
         camera or size this world cannot render is one log line, and nothing is sent for it."""
         if all(size) and not all(MIN_SIDE <= side <= MAX_SIDE for side in size):
-            self.node.get_logger().error(f"image size {size[1]} x {size[0]} asked for is outside {MIN_SIDE}.."
-                                         f"{MAX_SIDE} pixels a side; sending the configured size",
-                                         throttle_duration_sec=5.0)
+            self.node.get_logger().error(
+                f"image size {size[1]} x {size[0]} asked for is outside {MIN_SIDE}.."
+                f"{MAX_SIDE} pixels a side; sending the configured size",
+                throttle_duration_sec=5.0,
+            )
             size = (0, 0)
         for cam in cameras[:8]:
             if cam not in self.image_pubs or cam not in images:
-                self.node.get_logger().error(f"camera {cam[:40]!r} asked for, but this world renders "
-                                             f"{', '.join(self.image_pubs) or 'no cameras'}", throttle_duration_sec=5.0)
+                self.node.get_logger().error(
+                    f"camera {cam[:40]!r} asked for, but this world renders "
+                    f"{', '.join(self.image_pubs) or 'no cameras'}",
+                    throttle_duration_sec=5.0,
+                )
                 continue
             try:
                 rgb = images[cam]
@@ -109,7 +119,8 @@ class StampedWorldIO:
                 if all(size) and tuple(np.shape(rgb)[:2]) != size and render is not None:
                     rgb = render(cam, size)  # a size other than the configured one, same state
             except Exception as exc:  # a frame that cannot be made is not sent
-                self.node.get_logger().error(f"camera {cam} could not be rendered: {str(exc)[:200]}",
-                                             throttle_duration_sec=5.0)
+                self.node.get_logger().error(
+                    f"camera {cam} could not be rendered: {str(exc)[:200]}", throttle_duration_sec=5.0
+                )
                 continue
             self.image_pubs[cam].publish(fr3.image(rgb, stamp, cam))

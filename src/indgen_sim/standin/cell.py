@@ -86,8 +86,12 @@ class CellStatus:
 
 
 class StandInCell:
-    def __init__(self, config: RobotConfig, builtin: bool = False,
-                 contact_thresholds: tuple[float, ...] = DROID_CONTACT_THRESHOLDS):
+    def __init__(
+        self,
+        config: RobotConfig,
+        builtin: bool = False,
+        contact_thresholds: tuple[float, ...] = DROID_CONTACT_THRESHOLDS,
+    ):
         self.config = config
         self.physics = ArmPhysics(builtin=builtin)
         self.dt = self.physics.dt
@@ -136,8 +140,9 @@ class StandInCell:
             self._tau_sent = tau
             if self.jtc.active and not self.jtc.holding:
                 self.status.peak_lead = np.maximum(self.status.peak_lead, np.abs(self.jtc.error))
-                self.status.peak_pd_torque = np.maximum(self.status.peak_pd_torque,
-                                                        np.abs(self.jtc.params.p * self.jtc.error))
+                self.status.peak_pd_torque = np.maximum(
+                    self.status.peak_pd_torque, np.abs(self.jtc.params.p * self.jtc.error)
+                )
         else:  # stopRobot(): the robot holds itself where the error stopped it
             tau = SELF_HOLD_P * (self._hold_q - q) - SELF_HOLD_D * dq
             self._tau_sent = np.zeros(7)
@@ -161,10 +166,12 @@ class StandInCell:
         # the acceleration check is for the commanded motion in free space: in contact, the
         # impact decelerates the arm and the collision reflex is franka's verdict
         free = np.all(np.abs(self._tau_ext) < 0.25 * self.contact_thresholds)
-        checks = (("joint_position_limits_violation", (q < self.lower) | (q > self.upper), q),
-                  ("joint_velocity_violation", np.abs(dq) > self.velocity_limits, dq),
-                  ("joint_reflex", np.abs(self._tau_ext) > self.contact_thresholds, self._tau_ext),
-                  ("joint_acceleration_violation", free & (np.abs(self._ddq) > self.acceleration_limits), self._ddq))
+        checks = (
+            ("joint_position_limits_violation", (q < self.lower) | (q > self.upper), q),
+            ("joint_velocity_violation", np.abs(dq) > self.velocity_limits, dq),
+            ("joint_reflex", np.abs(self._tau_ext) > self.contact_thresholds, self._tau_ext),
+            ("joint_acceleration_violation", free & (np.abs(self._ddq) > self.acceleration_limits), self._ddq),
+        )
         for error, mask, values in checks:
             if mask.any():
                 i = int(np.flatnonzero(mask)[0])
@@ -307,19 +314,30 @@ class StandInCell:
             s, j = self.status, self.jtc.counters
             holds = [t for t, hold in s.segments if hold]
             return {
-                "driver_running": self.driver_running, "hardware_active": self.hardware_active,
-                "error": self.error or "", "reflexes": s.reflexes,
-                "faults": s.faults, "errors": s.errors[-20:], "last_error": s.last_error,
+                "driver_running": self.driver_running,
+                "hardware_active": self.hardware_active,
+                "error": self.error or "",
+                "reflexes": s.reflexes,
+                "faults": s.faults,
+                "errors": s.errors[-20:],
+                "last_error": s.last_error,
                 "last_error_detail": s.last_error_detail,
                 "controllers": {self.config.arm.controller: self.jtc.active, **self.broadcasters},
-                "trajectories": j.trajectories, "refused_trajectories": j.refused, "last_refusal": j.last_refusal,
-                "path_tolerance_holds": j.path_violations, "goal_time_holds": j.goal_time_holds,
-                "holds": len(holds), "hold_times": holds[-20:], "last_hold_wall": holds[-1] if holds else None,
-                "peak_lead": s.peak_lead.round(4).tolist(), "peak_pd_torque": s.peak_pd_torque.round(2).tolist(),
+                "trajectories": j.trajectories,
+                "refused_trajectories": j.refused,
+                "last_refusal": j.last_refusal,
+                "path_tolerance_holds": j.path_violations,
+                "goal_time_holds": j.goal_time_holds,
+                "holds": len(holds),
+                "hold_times": holds[-20:],
+                "last_hold_wall": holds[-1] if holds else None,
+                "peak_lead": s.peak_lead.round(4).tolist(),
+                "peak_pd_torque": s.peak_pd_torque.round(2).tolist(),
                 "peak_external_torque": s.peak_external_torque.round(2).tolist(),
                 "peak_acceleration": s.peak_acceleration.round(3).tolist(),
                 "peak_acceleration_after_activation": s.peak_acceleration_after_activation.round(3).tolist(),
-                "sim_steps": self._steps, "scenes": self.physics.scenes,
+                "sim_steps": self._steps,
+                "scenes": self.physics.scenes,
             }
 
     def close(self) -> None:

@@ -51,9 +51,16 @@ class JtcParameters:
     def from_robot(cls, config) -> JtcParameters:
         ctl = config.controller
         n = len(config.arm.joints)
-        return cls(joints=tuple(config.arm.joints), p=np.array(ctl.p), d=np.array(ctl.d), ff_velocity_scale=np.zeros(n),
-                   path_tolerance=np.array(ctl.path_tolerance), goal_tolerance=np.array(ctl.goal_tolerance),
-                   goal_time=ctl.goal_time, interpolate_from_desired_state=ctl.interpolate_from_desired_state)
+        return cls(
+            joints=tuple(config.arm.joints),
+            p=np.array(ctl.p),
+            d=np.array(ctl.d),
+            ff_velocity_scale=np.zeros(n),
+            path_tolerance=np.array(ctl.path_tolerance),
+            goal_tolerance=np.array(ctl.goal_tolerance),
+            goal_time=ctl.goal_time,
+            interpolate_from_desired_state=ctl.interpolate_from_desired_state,
+        )
 
 
 @dataclass
@@ -104,8 +111,14 @@ class JointTrajectoryControllerModel:
             self.counters.last_refusal = reason
             return reason
         order = [list(joint_names).index(j) for j in self.params.joints]
-        pts = [Point(p.t, np.asarray(p.positions, float)[order],
-                     None if p.velocities is None else np.asarray(p.velocities, float)[order]) for p in points]
+        pts = [
+            Point(
+                p.t,
+                np.asarray(p.positions, float)[order],
+                None if p.velocities is None else np.asarray(p.velocities, float)[order],
+            )
+            for p in points
+        ]
         self._pending = (None, pts, start_stamp)
         self.counters.trajectories += 1
         return None

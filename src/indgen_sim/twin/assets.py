@@ -56,7 +56,9 @@ def robot_source(prefer_builtin: bool = False) -> RobotSource:
             if found:
                 return RobotSource("menagerie", found[0], found[1], f"mujoco_menagerie via {how}: {found[0].parent}")
     if not _warned:
-        log.warning("no mujoco_menagerie FR3 found (set MENAGERIE_ROOT); using the built-in FR3 made of simple "
-                    "shapes with the FR3's kinematics and joint limits")
+        log.warning(
+            "no mujoco_menagerie FR3 found (set MENAGERIE_ROOT); using the built-in FR3 made of simple "
+            "shapes with the FR3's kinematics and joint limits"
+        )
         _warned = True
     return RobotSource("builtin", detail="built-in FR3 (simple shapes, FR3 kinematics and joint limits)")

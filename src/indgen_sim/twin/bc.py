@@ -33,8 +33,11 @@ TWIST_SCALE = np.array([0.25, 0.25, 0.25, 1.0, 1.0, 1.0])  # the oracle's speed 
 
 
 def _objects(request: dict[str, Any]) -> dict[str, np.ndarray]:
-    return {k.split("/")[-1]: np.asarray(v, dtype=float) for k, v in request.items()
-            if k.startswith("privileged/objects/")}
+    return {
+        k.split("/")[-1]: np.asarray(v, dtype=float) for k, v in request.items() if k.startswith("privileged/objects/")
+    }
+
+
 _KIN: dict = {}
 
 
@@ -64,8 +67,15 @@ def features(obs: dict[str, Any], builtin: bool = False) -> np.ndarray:
     kin = _kinematics(builtin)
     kin.set(q)
     pinch, _ = kin.pinch()
-    return state_features(q, float(np.asarray(obs["observation/gripper_position"]).reshape(-1)[0]), pinch,
-                          pick[:3], place[:3], yaw_code(task, pick[3:7]), task)
+    return state_features(
+        q,
+        float(np.asarray(obs["observation/gripper_position"]).reshape(-1)[0]),
+        pinch,
+        pick[:3],
+        place[:3],
+        yaw_code(task, pick[3:7]),
+        task,
+    )
 
 
 def yaw_code(task: str, quat) -> np.ndarray:
@@ -79,8 +89,9 @@ def yaw_code(task: str, quat) -> np.ndarray:
 def state_features(q, g: float, pinch, pick, place, yaw: np.ndarray, task: str) -> np.ndarray:
     """The layout the MLP reads; the camera-based policy fills it from what it sees."""
     onehot = np.eye(len(tasks.TASKS))[tasks.TASKS.index(task)]
-    return np.concatenate([q, [g], pinch, pick - pinch, place - pinch, place - pick,
-                           closeness(pick - pinch, place - pick), yaw, onehot])
+    return np.concatenate(
+        [q, [g], pinch, pick - pinch, place - pinch, place - pick, closeness(pick - pinch, place - pick), yaw, onehot]
+    )
 
 
 def closeness(to_pick, to_place) -> np.ndarray:
@@ -90,19 +101,33 @@ def closeness(to_pick, to_place) -> np.ndarray:
     them into states where it hovered forever (over the object, open; over the target,
     holding)."""
     to_pick, to_place = np.asarray(to_pick, dtype=float), np.asarray(to_place, dtype=float)
-    return np.log(np.array([np.linalg.norm(to_pick), np.linalg.norm(to_pick[:2]), np.linalg.norm(to_place[:2])])
-                  + 0.002)
+    return np.log(
+        np.array([np.linalg.norm(to_pick), np.linalg.norm(to_pick[:2]), np.linalg.norm(to_place[:2])]) + 0.002
+    )
 
 
 def _mlp(hidden: int):
     torch = require("torch", "all", "the twin's tau_0 policy")
     nn = torch.nn
-    return nn.Sequential(nn.Linear(FEATURES, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
-                         nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 7))
+    return nn.Sequential(
+        nn.Linear(FEATURES, hidden),
+        nn.ReLU(),
+        nn.Linear(hidden, hidden),
+        nn.ReLU(),
+        nn.Linear(hidden, hidden),
+        nn.ReLU(),
+        nn.Linear(hidden, 7),
+    )
 
 
-def collect(episodes: int, policy: Policy | None = None, noise: float = 0.02, seed_base: int = 7_000_000,
-            log=print, builtin: bool = False) -> tuple[np.ndarray, np.ndarray, dict]:
+def collect(
+    episodes: int,
+    policy: Policy | None = None,
+    noise: float = 0.02,
+    seed_base: int = 7_000_000,
+    log=print,
+    builtin: bool = False,
+) -> tuple[np.ndarray, np.ndarray, dict]:
     """Oracle-labelled states at tau_0 for both tasks: (features, oracle actions, stats). The
     oracle drives (plus `noise`) when `policy` is None; otherwise the policy drives (DAgger)."""
     from indgen_core.specs.droid import DroidSpec
@@ -121,8 +146,9 @@ def collect(episodes: int, policy: Policy | None = None, noise: float = 0.02, se
         for step in range(world.max_steps(setup)):
             request = spec.request(obs, setup, step)
             clean = oracle.infer(request)["actions"][0]
-            twist, grip = oracle.command(request["observation/joint_position"], float(obs["gripper_position"]),
-                                         obs["task"], _objects(request))
+            twist, grip = oracle.command(
+                request["observation/joint_position"], float(obs["gripper_position"]), obs["task"], _objects(request)
+            )
             xs.append(features(request, builtin))
             ys.append(np.concatenate([twist / TWIST_SCALE, [grip]]))
             if policy is None:
@@ -138,8 +164,11 @@ def collect(episodes: int, policy: Policy | None = None, noise: float = 0.02, se
         solved += done and world.evaluate().outcome.name == "SUCCESS"
         progress(log, e, episodes, policy is None, t0)
     world.close()
-    return np.array(xs, dtype=np.float32), np.array(ys, dtype=np.float32), {"episodes": episodes, "solved": solved,
-                                                                             "samples": len(xs)}
+    return (
+        np.array(xs, dtype=np.float32),
+        np.array(ys, dtype=np.float32),
+        {"episodes": episodes, "solved": solved, "samples": len(xs)},
+    )
 
 
 def tau0_setups(episodes: int, seed_base: int, policy: str, prefix: str):
@@ -150,18 +179,32 @@ def tau0_setups(episodes: int, seed_base: int, policy: str, prefix: str):
     for e in range(episodes):
         axis = tasks.TASKS[e % len(tasks.TASKS)]
         level = library().get(axis).level(0)
-        yield TaskSetup("demos", f"{prefix}-{seed_base}-{e}", "droid_twin", axis, 0, True, level.parameters, e,
-                        seed_base + e, policy, level.language_instruction or "")
+        yield TaskSetup(
+            "demos",
+            f"{prefix}-{seed_base}-{e}",
+            "droid_twin",
+            axis,
+            0,
+            True,
+            level.parameters,
+            e,
+            seed_base + e,
+            policy,
+            level.language_instruction or "",
+        )
 
 
 def progress(log, e: int, episodes: int, demonstrations: bool, t0: float, extra: str = "") -> None:
     if (e + 1) % 10 == 0:
-        log(f"  {'demonstrations' if demonstrations else 'DAgger'}: {e + 1}/{episodes} episodes "
-            f"({time.monotonic() - t0:.0f} s{extra})")
+        log(
+            f"  {'demonstrations' if demonstrations else 'DAgger'}: {e + 1}/{episodes} episodes "
+            f"({time.monotonic() - t0:.0f} s{extra})"
+        )
 
 
-def fit(params, n: int, loss_of, epochs: int, batch: int, seed: int, log, label: str, every: int,
-        max_lr: float = 3e-3) -> None:
+def fit(
+    params, n: int, loss_of, epochs: int, batch: int, seed: int, log, label: str, every: int, max_lr: float = 3e-3
+) -> None:
     """Adam over shuffled minibatches of n samples with a one-cycle learning rate (warm up to
     `max_lr`, anneal to ~0); `loss_of(indices)` is one batch's loss. The annealing matters:
     the oracle's phases meet at sharp boundaries (close within 5 mm, open within 8 mm), and at a
@@ -175,7 +218,7 @@ def fit(params, n: int, loss_of, epochs: int, batch: int, seed: int, log, label:
         order = torch.randperm(n, generator=gen)
         total = 0.0
         for i in range(0, n, batch):
-            idx = order[i:i + batch]
+            idx = order[i : i + batch]
             loss = loss_of(idx)
             opt.zero_grad()
             loss.backward()
@@ -196,8 +239,9 @@ def train(x: np.ndarray, y: np.ndarray, epochs: int = 200, hidden: int = 256, se
 
     def loss_of(idx):
         out = model(xt[idx])
-        return torch.nn.functional.mse_loss(out[:, :6], vel[idx]) + \
-            torch.nn.functional.binary_cross_entropy_with_logits(out[:, 6], grip[idx])
+        return torch.nn.functional.mse_loss(
+            out[:, :6], vel[idx]
+        ) + torch.nn.functional.binary_cross_entropy_with_logits(out[:, 6], grip[idx])
 
     fit(model.parameters(), len(xt), loss_of, epochs, 256, seed, log, "", 50)
     return {"state_dict": model.state_dict(), "mean": mean, "std": std, "hidden": hidden}
@@ -233,16 +277,21 @@ def outdated(path: Path) -> bool:
 
 
 class TwinBCPolicy(Policy):
-    metadata: ClassVar[dict[str, Any]] = {"policy": "droid_twin_bc", "spec": "droid", "privileged": True,
-                                          "trained_on": "tau_0 oracle labels"}
+    metadata: ClassVar[dict[str, Any]] = {
+        "policy": "droid_twin_bc",
+        "spec": "droid",
+        "privileged": True,
+        "trained_on": "tau_0 oracle labels",
+    }
 
     def __init__(self, checkpoint: str | Path | dict | None = None, builtin: bool = False):
         torch = require("torch", "all", "the twin's tau_0 policy")
         if isinstance(checkpoint, dict):  # straight from train()
             ckpt = checkpoint
         else:
-            ckpt = load_checkpoint(Path(checkpoint) if checkpoint else checkpoint_path(), "twin policy",
-                                   "indgen twin train-bc")
+            ckpt = load_checkpoint(
+                Path(checkpoint) if checkpoint else checkpoint_path(), "twin policy", "indgen twin train-bc"
+            )
         # the kinematics of the model it was trained on (recorded since the built-in one exists):
         # a world of the other model refuses it, like the camera policy
         trained_on = (ckpt.get("info") or {}).get("robot_model")
@@ -250,9 +299,11 @@ class TwinBCPolicy(Policy):
         if trained_on:
             self.metadata = {**type(self).metadata, "robot_model": trained_on}
         if len(ckpt["mean"]) != FEATURES:
-            raise IndGenError(f"this twin policy checkpoint reads {len(ckpt['mean'])} state features where this IndGen "
-                              f"computes {FEATURES}: it predates the current input layout; retrain it (`indgen twin "
-                              f"train-bc`, with --vision for the camera policy)")
+            raise IndGenError(
+                f"this twin policy checkpoint reads {len(ckpt['mean'])} state features where this IndGen "
+                f"computes {FEATURES}: it predates the current input layout; retrain it (`indgen twin "
+                f"train-bc`, with --vision for the camera policy)"
+            )
         self.model = _mlp(ckpt["hidden"])
         self.model.load_state_dict(ckpt["state_dict"])
         self.model.eval()
@@ -297,15 +348,22 @@ def best_iterate(rounds: int, start, drive, retrain, info: dict, who: str, log):
     return best[2]
 
 
-def train_with_dagger(demo_episodes: int = 40, rounds: int = 4, episodes_per_round: int = 30, epochs: int = 200,
-                      builtin: bool = False, log=print) -> tuple[dict, dict]:
+def train_with_dagger(
+    demo_episodes: int = 40,
+    rounds: int = 4,
+    episodes_per_round: int = 30,
+    epochs: int = 200,
+    builtin: bool = False,
+    log=print,
+) -> tuple[dict, dict]:
     """Oracle demonstrations, then DAgger rounds, all at tau_0; returns (checkpoint, info)."""
     ckpt, info, _, _ = dagger(demo_episodes, rounds, episodes_per_round, epochs, builtin, log)
     return ckpt, info
 
 
-def dagger(demo_episodes: int, rounds: int, episodes_per_round: int, epochs: int, builtin: bool,
-           log=print) -> tuple[dict, dict, np.ndarray, np.ndarray]:
+def dagger(
+    demo_episodes: int, rounds: int, episodes_per_round: int, epochs: int, builtin: bool, log=print
+) -> tuple[dict, dict, np.ndarray, np.ndarray]:
     """train_with_dagger, and the oracle-labelled states it trained on (the camera-based policy
     goes on training its control MLP on them)."""
     from indgen_sim.twin import assets
@@ -316,8 +374,13 @@ def dagger(demo_episodes: int, rounds: int, episodes_per_round: int, epochs: int
     data = {"x": x, "y": y}
 
     def drive(r: int, current: dict):
-        xr, yr, stats = collect(episodes_per_round, policy=TwinBCPolicy(current, builtin=builtin),
-                                seed_base=8_000_000 + 1000 * r, log=log, builtin=builtin)
+        xr, yr, stats = collect(
+            episodes_per_round,
+            policy=TwinBCPolicy(current, builtin=builtin),
+            seed_base=8_000_000 + 1000 * r,
+            log=log,
+            builtin=builtin,
+        )
         return (xr, yr), stats
 
     def retrain(more) -> dict:

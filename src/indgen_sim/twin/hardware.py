@@ -40,8 +40,18 @@ class ArmPhysics:
         self.scenes = 0
         self.ddq = np.zeros(7)
         self.tau = np.zeros(7)
-        empty = TaskSetup(campaign_id="", trial_id="", world="fr3", axis="stack", level=0, in_distribution=True,
-                          parameters=(), trial_index=0, seed=0, policy="")
+        empty = TaskSetup(
+            campaign_id="",
+            trial_id="",
+            world="fr3",
+            axis="stack",
+            level=0,
+            in_distribution=True,
+            parameters=(),
+            trial_index=0,
+            seed=0,
+            policy="",
+        )
         self.build_scene(empty, keep_robot=False)
 
     def _torque_mode(self, m: mujoco.MjModel) -> None:
@@ -59,11 +69,16 @@ class ArmPhysics:
     def build_scene(self, setup: TaskSetup, keep_robot: bool = True) -> None:
         """The objects of tau_k where the setup's seed puts them; the arm and gripper stay."""
         w = self.world
-        old = (w.d.qpos[w.arm_qpos].copy(), w.d.qvel[w.arm_dof].copy(), w.d.qpos[w.grip_joint]) \
-            if keep_robot and w.d is not None else None
+        old = (
+            (w.d.qpos[w.arm_qpos].copy(), w.d.qvel[w.arm_dof].copy(), w.d.qpos[w.grip_joint])
+            if keep_robot and w.d is not None
+            else None
+        )
         task = tasks.task_of(setup.axis, setup.options)
-        layout = scene.Layout(blue_raise=round(to_si(setup.value("blue_block_raise", 0.0), "in"), 6),
-                              bowl_scale=round(setup.value("bowl_scale", 1.0), 6))
+        layout = scene.Layout(
+            blue_raise=round(to_si(setup.value("blue_block_raise", 0.0), "in"), 6),
+            bowl_scale=round(setup.value("bowl_scale", 1.0), 6),
+        )
         m = w.model(layout)
         if m is not w.m:
             w.m = m
@@ -76,8 +91,9 @@ class ArmPhysics:
         if old is not None:
             w.d.qvel[w.arm_dof] = old[1]
             w.d.qpos[w.grip_joint] = old[2]
-        for name, (pos, quat) in tasks.layout_objects(task, np.random.default_rng(setup.seed),
-                                                      layout.blue_raise).items():
+        for name, (pos, quat) in tasks.layout_objects(
+            task, np.random.default_rng(setup.seed), layout.blue_raise
+        ).items():
             w.place(name, pos, quat)
         mujoco.mj_forward(m, w.d)
         self.scenes += 1
@@ -114,8 +130,9 @@ class ArmPhysics:
         """The twin's own success check of the scene as it stands (sim only: what a person
         at the robot would see; the real robot has no such thing)."""
         w = self.world
-        return tasks.check(w.task, w.m, w.d, w.gripper_position() < 0.3, w.gripper_bodies, w.layout.blue_raise,
-                           w.layout.bowl_scale)
+        return tasks.check(
+            w.task, w.m, w.d, w.gripper_position() < 0.3, w.gripper_bodies, w.layout.blue_raise, w.layout.bowl_scale
+        )
 
     def object_poses(self) -> dict[str, np.ndarray]:
         return self.world.object_poses()

@@ -82,8 +82,9 @@ class TwinOracle(Policy):
     def infer(self, obs: dict[str, Any]) -> dict[str, Any]:
         q = np.asarray(obs["observation/joint_position"], dtype=float).reshape(7)
         g = float(np.asarray(obs["observation/gripper_position"]).reshape(-1)[0])
-        objects = {k.split("/")[-1]: np.asarray(v, dtype=float) for k, v in obs.items()
-                   if k.startswith("privileged/objects/")}
+        objects = {
+            k.split("/")[-1]: np.asarray(v, dtype=float) for k, v in obs.items() if k.startswith("privileged/objects/")
+        }
         task = str(obs.get("privileged/task", ""))
         if not objects or task not in tasks.TASKS:
             raise ValueError("the twin oracle needs privileged object poses and the task (sim only)")

@@ -38,8 +38,10 @@ def check_droid_request(obs: dict[str, Any]) -> None:
     for key in IMAGES:
         image = obs[key]
         if not isinstance(image, np.ndarray) or image.dtype != np.uint8 or image.shape != (224, 224, 3):
-            raise RequestRefused(f"{key} must be a 224 x 224 x 3 uint8 image, got "
-                                 f"{getattr(image, 'dtype', type(image))} {getattr(image, 'shape', '')}")
+            raise RequestRefused(
+                f"{key} must be a 224 x 224 x 3 uint8 image, got "
+                f"{getattr(image, 'dtype', type(image))} {getattr(image, 'shape', '')}"
+            )
     if np.asarray(obs["observation/joint_position"]).shape != (7,):
         raise RequestRefused("observation/joint_position must hold 7 values")
     if np.asarray(obs["observation/gripper_position"]).shape != (1,):
@@ -49,8 +51,12 @@ def check_droid_request(obs: dict[str, Any]) -> None:
 
 
 class Pi05StandIn(Policy):
-    metadata: ClassVar[dict] = {"policy": "droid_pi05_standin", "spec": "droid", "stands_in_for": "pi05_droid",
-                                "privileged": False}
+    metadata: ClassVar[dict] = {
+        "policy": "droid_pi05_standin",
+        "spec": "droid",
+        "stands_in_for": "pi05_droid",
+        "privileged": False,
+    }
 
     def infer(self, obs: dict[str, Any]) -> dict[str, Any]:
         check_droid_request(obs)

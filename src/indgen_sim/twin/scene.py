@@ -90,8 +90,15 @@ def _robot(source: RobotSource) -> mujoco.MjSpec:
 def _free_box(spec, name, size, rgba, mass, pos=(0, 0, 0)):
     body = spec.worldbody.add_body(name=name, pos=list(pos))
     body.add_freejoint(name=f"{name}_joint")
-    body.add_geom(name=f"{name}_geom", type=mujoco.mjtGeom.mjGEOM_BOX, size=[s / 2 for s in size], rgba=rgba,
-                  mass=mass, friction=[1.2, 0.01, 0.001], condim=4)
+    body.add_geom(
+        name=f"{name}_geom",
+        type=mujoco.mjtGeom.mjGEOM_BOX,
+        size=[s / 2 for s in size],
+        rgba=rgba,
+        mass=mass,
+        friction=[1.2, 0.01, 0.001],
+        condim=4,
+    )
     return body
 
 
@@ -105,33 +112,63 @@ def build_spec(source: RobotSource, layout: Layout) -> mujoco.MjSpec:
     world = spec.worldbody
     world.add_light(pos=[0.4, 0.0, 1.6], dir=[0, 0, -1], diffuse=[0.8, 0.8, 0.8], castshadow=False)
     world.add_light(pos=[1.2, -0.8, 1.2], dir=[-0.6, 0.5, -0.6], diffuse=[0.4, 0.4, 0.4], castshadow=False)
-    world.add_geom(name="table", type=mujoco.mjtGeom.mjGEOM_BOX, size=[0.6, 0.8, 0.02], pos=[0.45, 0, -0.02],
-                   rgba=[0.72, 0.6, 0.45, 1], friction=[1.0, 0.01, 0.001])
-    world.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[3, 3, 0.1], pos=[0, 0, -0.8],
-                   rgba=[0.35, 0.35, 0.38, 1])
+    world.add_geom(
+        name="table",
+        type=mujoco.mjtGeom.mjGEOM_BOX,
+        size=[0.6, 0.8, 0.02],
+        pos=[0.45, 0, -0.02],
+        rgba=[0.72, 0.6, 0.45, 1],
+        friction=[1.0, 0.01, 0.001],
+    )
+    world.add_geom(
+        name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[3, 3, 0.1], pos=[0, 0, -0.8], rgba=[0.35, 0.35, 0.38, 1]
+    )
     _free_box(spec, "orange_block", [BLOCK] * 3, ORANGE, 0.08)
     _free_box(spec, "blue_block", [BLOCK] * 3, BLUE, 0.08)
     if layout.blue_raise > 1e-6:
-        _free_box(spec, "spacer", [SPACER_FOOT, SPACER_FOOT, layout.blue_raise], [0.55, 0.55, 0.55, 1],
-                  0.15 * layout.blue_raise / 0.00635)
+        _free_box(
+            spec,
+            "spacer",
+            [SPACER_FOOT, SPACER_FOOT, layout.blue_raise],
+            [0.55, 0.55, 0.55, 1],
+            0.15 * layout.blue_raise / 0.00635,
+        )
     cup = world.add_body(name="cup")
     cup.add_freejoint(name="cup_joint")
-    cup.add_geom(name="cup_geom", type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[CUP_R, CUP_H / 2, 0],
-                 rgba=[0.85, 0.85, 0.8, 1], mass=0.12, friction=[1.2, 0.01, 0.001], condim=4)
+    cup.add_geom(
+        name="cup_geom",
+        type=mujoco.mjtGeom.mjGEOM_CYLINDER,
+        size=[CUP_R, CUP_H / 2, 0],
+        rgba=[0.85, 0.85, 0.8, 1],
+        mass=0.12,
+        friction=[1.2, 0.01, 0.001],
+        condim=4,
+    )
     s = layout.bowl_scale
     bowl = world.add_body(name="bowl")
     bowl.add_freejoint(name="bowl_joint")
     radius, height, thick = BOWL_R * s, BOWL_H * s, BOWL_T * s
     black = [0.05, 0.05, 0.05, 1]
-    bowl.add_geom(name="bowl_base", type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[radius + thick, thick / 2, 0],
-                  pos=[0, 0, thick / 2], rgba=black, mass=0.25 * s**3)
+    bowl.add_geom(
+        name="bowl_base",
+        type=mujoco.mjtGeom.mjGEOM_CYLINDER,
+        size=[radius + thick, thick / 2, 0],
+        pos=[0, 0, thick / 2],
+        rgba=black,
+        mass=0.25 * s**3,
+    )
     seg = 2 * math.pi * (radius + thick / 2) / BOWL_SEGMENTS
     for i in range(BOWL_SEGMENTS):
         a = 2 * math.pi * i / BOWL_SEGMENTS
-        bowl.add_geom(name=f"bowl_wall{i}", type=mujoco.mjtGeom.mjGEOM_BOX,
-                      size=[thick / 2, seg / 2 * 1.05, height / 2],
-                      pos=[(radius + thick / 2) * math.cos(a), (radius + thick / 2) * math.sin(a), height / 2],
-                      quat=[math.cos(a / 2), 0, 0, math.sin(a / 2)], rgba=black, mass=0.02 * s**3)
+        bowl.add_geom(
+            name=f"bowl_wall{i}",
+            type=mujoco.mjtGeom.mjGEOM_BOX,
+            size=[thick / 2, seg / 2 * 1.05, height / 2],
+            pos=[(radius + thick / 2) * math.cos(a), (radius + thick / 2) * math.sin(a), height / 2],
+            quat=[math.cos(a / 2), 0, 0, math.sin(a / 2)],
+            rgba=black,
+            mass=0.02 * s**3,
+        )
     # DROID's two exterior cameras stand left and right in front of the robot, seeing arm and table
     target = [0.42, 0.0, 0.2]
     for name, y in (("exterior_1", 0.6), ("exterior_2", -0.6)):
@@ -142,8 +179,9 @@ def build_spec(source: RobotSource, layout: Layout) -> mujoco.MjSpec:
     pos = [0.98, 0.30, 0.36]
     world.add_camera(name="level_view", pos=pos, quat=_look_at(pos, [0.52, -0.10, 0.03]), fovy=42)
     mount = spec.body("gripper/base_mount")  # the wrist camera looks past the fingers
-    mount.add_camera(name="wrist", pos=[0.09, 0.0, -0.01], quat=_look_at([0.09, 0, -0.01], [0.0, 0, 0.25], [1, 0, 0]),
-                     fovy=80)
+    mount.add_camera(
+        name="wrist", pos=[0.09, 0.0, -0.01], quat=_look_at([0.09, 0, -0.01], [0.0, 0, 0.25], [1, 0, 0]), fovy=80
+    )
     return spec
 
 

@@ -78,8 +78,15 @@ class Check:
     progress: float = 0.0
 
 
-def check(task: str, m: mujoco.MjModel, d: mujoco.MjData, gripper_open: bool, gripper_bodies: list[int],
-          blue_raise: float, bowl_scale: float) -> Check:
+def check(
+    task: str,
+    m: mujoco.MjModel,
+    d: mujoco.MjData,
+    gripper_open: bool,
+    gripper_bodies: list[int],
+    blue_raise: float,
+    bowl_scale: float,
+) -> Check:
     """Is the task done as a person would judge it, at this instant (stability is checked by
     the caller over time)?"""
     objs = OBJECTS[task]
@@ -92,10 +99,15 @@ def check(task: str, m: mujoco.MjModel, d: mujoco.MjData, gripper_open: bool, gr
         on_top = abs(p[2] - (q[2] + BLOCK)) < 0.01 and np.linalg.norm(p[:2] - q[:2]) < BLOCK / 2
         blue_in_place = abs(q[2] - (blue_raise + BLOCK / 2)) < 0.01
         placed = on_top and blue_in_place and gripper_open and not touching
-        detail = ("orange block resting on the blue block" if placed else
-                  "orange block not on the blue block" if not on_top else
-                  "the blue block was knocked off its spacers" if not blue_in_place else
-                  "gripper still holding the orange block")
+        detail = (
+            "orange block resting on the blue block"
+            if placed
+            else "orange block not on the blue block"
+            if not on_top
+            else "the blue block was knocked off its spacers"
+            if not blue_in_place
+            else "gripper still holding the orange block"
+        )
         progress = 1.0 if placed else 0.6 if on_top else 0.3 if lifted or touching else 0.0
         return Check(placed, detail, progress)
     up = d.xmat[pick].reshape(3, 3)[2, 2] > 0.9
@@ -105,9 +117,14 @@ def check(task: str, m: mujoco.MjModel, d: mujoco.MjData, gripper_open: bool, gr
     base_top = q[2] + BOWL_T * bowl_scale
     seated = abs((p[2] - CUP_H / 2) - base_top) < 0.015
     placed = inside and seated and up and bowl_up and gripper_open and not touching
-    detail = ("cup standing in the bowl" if placed else
-              "cup not inside the bowl" if not (inside and seated) else
-              "cup or bowl tipped over" if not (up and bowl_up) else
-              "gripper still holding the cup")
+    detail = (
+        "cup standing in the bowl"
+        if placed
+        else "cup not inside the bowl"
+        if not (inside and seated)
+        else "cup or bowl tipped over"
+        if not (up and bowl_up)
+        else "gripper still holding the cup"
+    )
     progress = 1.0 if placed else 0.6 if inside else 0.3 if lifted or touching else 0.0
     return Check(placed, detail, progress)

@@ -87,7 +87,8 @@ def proprio(q, g: float, task: str, kin) -> np.ndarray:
     kin.set(np.asarray(q, dtype=float).reshape(7))
     pinch, rot = kin.pinch()
     return np.concatenate([[g], np.eye(len(tasks.TASKS))[tasks.TASKS.index(task)], pinch, rot.ravel()]).astype(
-        np.float32)
+        np.float32
+    )
 
 
 #: gripper positions (0 open .. 1 closed) at which the fingers stopped on something: the
@@ -111,7 +112,7 @@ def in_hand_offsets(frames: dict[str, np.ndarray], log=print) -> dict[str, list[
     leaves the object within about 2 mm of one place in the hand."""
     state, target = frames["state"], frames["target"]
     at = 1 + len(tasks.TASKS)  # proprio's layout: gripper, task, pinch point, pinch rotation
-    pinch, rot = state[:, at:at + 3], state[:, at + 3:at + 12].reshape(-1, 3, 3)
+    pinch, rot = state[:, at : at + 3], state[:, at + 3 : at + 12].reshape(-1, 3, 3)
     offset = np.einsum("bji,bj->bi", rot, target[:, 0:3] - pinch)  # rot^T (pick - pinch)
     held = (state[:, 0] > HOLDING[0]) & (state[:, 0] < HOLDING[1]) & (np.linalg.norm(offset, axis=1) < 0.05)
     out = {}
@@ -141,8 +142,13 @@ def _network(keypoints: int = KEYPOINTS, hidden: int = 256):
     nn = torch.nn
 
     def trunk():
-        return nn.Sequential(nn.Conv2d(3, 16, 5, 2, 2), nn.ReLU(), nn.Conv2d(16, 16, 3, 1, 1), nn.ReLU(),
-                             nn.Conv2d(16, keypoints, 3, 1, 1))
+        return nn.Sequential(
+            nn.Conv2d(3, 16, 5, 2, 2),
+            nn.ReLU(),
+            nn.Conv2d(16, 16, 3, 1, 1),
+            nn.ReLU(),
+            nn.Conv2d(16, keypoints, 3, 1, 1),
+        )
 
     class Perception(nn.Module):
         """Two images and the proprioception -> TARGETS (normalised)."""
@@ -150,8 +156,13 @@ def _network(keypoints: int = KEYPOINTS, hidden: int = 256):
         def __init__(self):
             super().__init__()
             self.exterior, self.wrist = trunk(), trunk()
-            self.head = nn.Sequential(nn.Linear(4 * keypoints + PROPRIO, hidden), nn.ReLU(), nn.Linear(hidden, hidden),
-                                      nn.ReLU(), nn.Linear(hidden, TARGETS))
+            self.head = nn.Sequential(
+                nn.Linear(4 * keypoints + PROPRIO, hidden),
+                nn.ReLU(),
+                nn.Linear(hidden, hidden),
+                nn.ReLU(),
+                nn.Linear(hidden, TARGETS),
+            )
 
         @staticmethod
         def keypoints(maps):
@@ -165,8 +176,16 @@ def _network(keypoints: int = KEYPOINTS, hidden: int = 256):
             return images.permute(0, 3, 1, 2).float() / 255.0 - 0.5
 
         def forward(self, exterior, wrist, state):
-            return self.head(torch.cat([self.keypoints(self.exterior(self.pixels(exterior))),
-                                        self.keypoints(self.wrist(self.pixels(wrist))), state], 1))
+            return self.head(
+                torch.cat(
+                    [
+                        self.keypoints(self.exterior(self.pixels(exterior))),
+                        self.keypoints(self.wrist(self.pixels(wrist))),
+                        state,
+                    ],
+                    1,
+                )
+            )
 
     return Perception()
 
@@ -178,7 +197,7 @@ SCALE_FLOOR = np.array([0.01] * 6 + [0.1] * 2, dtype=np.float32)
 
 def task_index(state: np.ndarray) -> np.ndarray:
     """Each proprio row's task (an index into tasks.TASKS)."""
-    return np.asarray(state)[:, 1:1 + len(tasks.TASKS)].argmax(1)
+    return np.asarray(state)[:, 1 : 1 + len(tasks.TASKS)].argmax(1)
 
 
 def task_scales(data: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -195,8 +214,9 @@ def task_scales(data: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return mean, std
 
 
-def train_perception(data: dict[str, np.ndarray], epochs: int, start: dict | None = None, seed: int = 0,
-                     max_lr: float = 1e-3, log=print) -> dict:
+def train_perception(
+    data: dict[str, np.ndarray], epochs: int, start: dict | None = None, seed: int = 0, max_lr: float = 1e-3, log=print
+) -> dict:
     """Fit (or go on fitting `start`) the perception network; returns its checkpoint part."""
     torch = require("torch", "all", "the twin's vision policy")
     torch.manual_seed(seed)
@@ -208,22 +228,38 @@ def train_perception(data: dict[str, np.ndarray], epochs: int, start: dict | Non
     task = task_index(data["state"])
     ext, wrist = torch.as_tensor(data["exterior"]), torch.as_tensor(data["wrist"])
     state, target = torch.as_tensor(data["state"]), torch.as_tensor((data["target"] - mean[task]) / std[task])
-    bc.fit(net.parameters(), len(target), lambda idx: torch.nn.functional.smooth_l1_loss(
-        net(ext[idx], wrist[idx], state[idx]), target[idx]), epochs, 128, seed, log, "perception ", 5,
-        max_lr)
+    bc.fit(
+        net.parameters(),
+        len(target),
+        lambda idx: torch.nn.functional.smooth_l1_loss(net(ext[idx], wrist[idx], state[idx]), target[idx]),
+        epochs,
+        128,
+        seed,
+        log,
+        "perception ",
+        5,
+        max_lr,
+    )
     net.eval()
     with torch.no_grad():  # how far off it is, in the units that matter (on the last tenth, seen in training)
         tail = slice(len(target) - max(1, len(target) // 10), len(target))
         error = (net(ext[tail], wrist[tail], state[tail]).numpy() - target[tail].numpy()) * std[task[tail]]
-    rms = np.sqrt((error ** 2).mean(0))
-    log(f"  perception RMS error (on training frames): pick {1000 * np.linalg.norm(rms[0:3]):.0f} mm, target "
-        f"{1000 * np.linalg.norm(rms[3:6]):.0f} mm, yaw code {np.linalg.norm(rms[6:8]):.2f}")
+    rms = np.sqrt((error**2).mean(0))
+    log(
+        f"  perception RMS error (on training frames): pick {1000 * np.linalg.norm(rms[0:3]):.0f} mm, target "
+        f"{1000 * np.linalg.norm(rms[3:6]):.0f} mm, yaw code {np.linalg.norm(rms[6:8]):.2f}"
+    )
     return {"state_dict": net.state_dict(), "mean": mean, "std": std}
 
 
 class TwinVisionPolicy(Policy):
-    metadata: ClassVar[dict[str, Any]] = {"policy": "droid_twin_vision", "spec": "droid", "privileged": False,
-                                          "trained_on": "tau_0 oracle labels", "inputs": "pi05_droid's"}
+    metadata: ClassVar[dict[str, Any]] = {
+        "policy": "droid_twin_vision",
+        "spec": "droid",
+        "privileged": False,
+        "trained_on": "tau_0 oracle labels",
+        "inputs": "pi05_droid's",
+    }
 
     def __init__(self, checkpoint: str | Path | dict | None = None, chunk: int | None = None):
         torch = require("torch", "all", "the twin's vision policy")
@@ -247,8 +283,16 @@ class TwinVisionPolicy(Policy):
         """(task, joint positions, gripper position, estimated TARGETS) from a DROID request:
         perception's estimates, except for an object in the hand (`holding`), which is where
         the hand holds it (`in_hand`)."""
-        missing = [key for key in (*REQUEST_IMAGES.values(), "observation/joint_position",
-                                   "observation/gripper_position", "prompt") if key not in obs]
+        missing = [
+            key
+            for key in (
+                *REQUEST_IMAGES.values(),
+                "observation/joint_position",
+                "observation/gripper_position",
+                "prompt",
+            )
+            if key not in obs
+        ]
         if missing:
             raise ValueError(f"the vision policy needs pi05_droid's request; missing {', '.join(missing)}")
         task = task_of_prompt(obs["prompt"])
@@ -290,14 +334,23 @@ def _load(checkpoint: str | Path | None) -> dict:
     if not isinstance(ckpt, dict) or ckpt.get("kind") != "vision":
         raise IndGenError(f"{path} is not a vision policy checkpoint (the state-based one is served as droid_twin_bc)")
     if "in_hand" not in ckpt:
-        raise IndGenError(f"{path} is a vision checkpoint from before the in-hand estimate (2026-12-02): retrain it "
-                          "with `indgen twin train-bc --vision`")
+        raise IndGenError(
+            f"{path} is a vision checkpoint from before the in-hand estimate (2026-12-02): retrain it "
+            "with `indgen twin train-bc --vision`"
+        )
     return ckpt
 
 
 # -- data and training -------------------------------------------------------------------------
-def collect(episodes: int, policy: Policy | None = None, noise: float = 0.02, seed_base: int = 9_000_000,
-            builtin: bool = True, image_every: int = 2, log=print) -> tuple[dict, dict]:
+def collect(
+    episodes: int,
+    policy: Policy | None = None,
+    noise: float = 0.02,
+    seed_base: int = 9_000_000,
+    builtin: bool = True,
+    image_every: int = 2,
+    log=print,
+) -> tuple[dict, dict]:
     """tau_0 episodes of both tasks: control samples (state features, oracle label) on every
     tick and perception samples (both images, proprioception, label) every `image_every` ticks
     and on every tick where the policy (when it drives) makes a request."""
@@ -318,8 +371,12 @@ def collect(episodes: int, policy: Policy | None = None, noise: float = 0.02, se
         done = False
         for step in range(world.max_steps(setup)):
             state_request = spec.request({**obs, "images": {}}, setup, step)  # no frame rendered for the labels
-            twist, grip = oracle.command(state_request["observation/joint_position"], float(obs["gripper_position"]),
-                                         obs["task"], bc._objects(state_request))
+            twist, grip = oracle.command(
+                state_request["observation/joint_position"],
+                float(obs["gripper_position"]),
+                obs["task"],
+                bc._objects(state_request),
+            )
             control_x.append(bc.features(state_request, builtin))
             control_y.append(np.concatenate([twist / bc.TWIST_SCALE, [grip]]))
             asks = policy is not None and not queue
@@ -329,8 +386,9 @@ def collect(episodes: int, policy: Policy | None = None, noise: float = 0.02, se
                 request = spec.request(obs, setup, step)
                 add_frame(frames, request, kin)
             if asks:
-                queue = spec.actions(policy.infer({k: v for k, v in request.items()
-                                                   if not (sees and k.startswith("privileged/"))}))
+                queue = spec.actions(
+                    policy.infer({k: v for k, v in request.items() if not (sees and k.startswith("privileged/"))})
+                )
             if policy is None:
                 clean = oracle.joint_velocities(state_request["observation/joint_position"], twist)
                 action = {"joint_velocity": np.clip(clean + rng.normal(0, noise, 7), -1, 1), "gripper": grip}
@@ -347,8 +405,12 @@ def collect(episodes: int, policy: Policy | None = None, noise: float = 0.02, se
     data = {k: np.array(v) for k, v in frames.items()}
     data["control_x"] = np.array(control_x, dtype=np.float32)
     data["control_y"] = np.array(control_y, dtype=np.float32)
-    return data, {"episodes": episodes, "solved": int(solved), "control_samples": len(control_x),
-                  "frames": len(frames["target"])}
+    return data, {
+        "episodes": episodes,
+        "solved": int(solved),
+        "control_samples": len(control_x),
+        "frames": len(frames["target"]),
+    }
 
 
 def add_frame(frames: dict[str, list], request: dict[str, Any], kin) -> None:
@@ -363,8 +425,14 @@ def add_frame(frames: dict[str, list], request: dict[str, Any], kin) -> None:
     frames["q"].append(q.astype(np.float32))
 
 
-def views(layouts: int, arm_poses: np.ndarray, per_layout: int = 4, seed_base: int = 9_500_000,
-          builtin: bool = True, log=print) -> dict:
+def views(
+    layouts: int,
+    arm_poses: np.ndarray,
+    per_layout: int = 4,
+    seed_base: int = 9_500_000,
+    builtin: bool = True,
+    log=print,
+) -> dict:
     """Perception samples over many more tau_0 layouts than there are episodes: each fresh
     layout (settled as for an episode) is seen with the arm teleported to `per_layout` poses
     drawn from `arm_poses` (joint positions the demonstrations passed through, gripper open).
@@ -390,10 +458,19 @@ def views(layouts: int, arm_poses: np.ndarray, per_layout: int = 4, seed_base: i
     return {k: np.array(frames[k]) for k in FRAME_KEYS}
 
 
-def train_with_dagger(demo_episodes: int = 40, rounds: int = 2, episodes_per_round: int = 30,
-                      perception_epochs: int = 30, control_epochs: int = 200, control_demos: int = 40,
-                      state_rounds: int = 4, refine_epochs: int = 6, view_layouts: int = 1500,
-                      builtin: bool = True, log=print) -> tuple[dict, dict]:
+def train_with_dagger(
+    demo_episodes: int = 40,
+    rounds: int = 2,
+    episodes_per_round: int = 30,
+    perception_epochs: int = 30,
+    control_epochs: int = 200,
+    control_demos: int = 40,
+    state_rounds: int = 4,
+    refine_epochs: int = 6,
+    view_layouts: int = 1500,
+    builtin: bool = True,
+    log=print,
+) -> tuple[dict, dict]:
     """All at tau_0: the control MLP as the state-based policy learns it (oracle demonstrations
     and DAgger on true state); perception on oracle-driven episodes (with wider action noise,
     so that it sees the arm off the oracle's path too); then DAgger rounds in which the camera
@@ -404,12 +481,14 @@ def train_with_dagger(demo_episodes: int = 40, rounds: int = 2, episodes_per_rou
     is kept."""
     robot = "builtin" if builtin else "menagerie"
     log("control: the state-based policy's training (true state, labels only; it never sees a camera)")
-    control, control_info, control_x, control_y = bc.dagger(control_demos, state_rounds, episodes_per_round,
-                                                            control_epochs, builtin, log)
+    control, control_info, control_x, control_y = bc.dagger(
+        control_demos, state_rounds, episodes_per_round, control_epochs, builtin, log
+    )
     log("perception: episodes with both cameras, driven by the oracle and by the control MLP on true state")
     data, stats = collect(demo_episodes, noise=0.05, builtin=builtin, log=log)
-    driven, driven_stats = collect(demo_episodes, policy=bc.TwinBCPolicy(control, builtin=builtin),
-                                   seed_base=9_050_000, builtin=builtin, log=log)
+    driven, driven_stats = collect(
+        demo_episodes, policy=bc.TwinBCPolicy(control, builtin=builtin), seed_base=9_050_000, builtin=builtin, log=log
+    )
     gripper = np.concatenate([data["state"], driven["state"]])[:, 0]  # proprio's first value
     arm_poses = np.concatenate([data["q"], driven["q"]])[gripper < 0.1]  # the gripper open
     seen = {k: np.concatenate([data[k], driven[k]]) for k in FRAME_KEYS}
@@ -421,20 +500,26 @@ def train_with_dagger(demo_episodes: int = 40, rounds: int = 2, episodes_per_rou
     start = {"control": control, "perception": train_perception(seen, perception_epochs, log=log)}
 
     in_hand = in_hand_offsets(seen, log)
-    log("perception: held objects sit at " + ", ".join(
-        f"{task} ({', '.join(f'{1000 * v:.1f}' for v in offset)}) mm" for task, offset in in_hand.items())
-        + " in the pinch frame")
+    log(
+        "perception: held objects sit at "
+        + ", ".join(f"{task} ({', '.join(f'{1000 * v:.1f}' for v in offset)}) mm" for task, offset in in_hand.items())
+        + " in the pinch frame"
+    )
 
     def checkpoint(iterate: dict) -> dict:
-        return {"kind": "vision", "robot_model": robot, "chunk": CHUNK, "image": IMAGE, "in_hand": in_hand,
-                **iterate}
+        return {"kind": "vision", "robot_model": robot, "chunk": CHUNK, "image": IMAGE, "in_hand": in_hand, **iterate}
 
     labelled = {"x": control_x, "y": control_y}
     latest = dict(start)
 
     def drive(r: int, iterate: dict):
-        return collect(episodes_per_round, policy=TwinVisionPolicy(checkpoint(iterate)),
-                       seed_base=9_100_000 + 1000 * r, builtin=builtin, log=log)
+        return collect(
+            episodes_per_round,
+            policy=TwinVisionPolicy(checkpoint(iterate)),
+            seed_base=9_100_000 + 1000 * r,
+            builtin=builtin,
+            log=log,
+        )
 
     def retrain(more: dict) -> dict:
         labelled["x"] = np.concatenate([labelled["x"], more["control_x"]])
@@ -459,13 +544,17 @@ def train_and_save(path: str | Path | None = None, log=print, **options) -> Path
     path = Path(path) if path else checkpoint_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     perception, control = ckpt["perception"], ckpt["control"]
-    payload = {**ckpt, "perception": {**perception, "mean": perception["mean"].tolist(),
-                                      "std": perception["std"].tolist()},
-               "control": {**control, "mean": control["mean"].tolist(), "std": control["std"].tolist()},
-               "info": info}
+    payload = {
+        **ckpt,
+        "perception": {**perception, "mean": perception["mean"].tolist(), "std": perception["std"].tolist()},
+        "control": {**control, "mean": control["mean"].tolist(), "std": control["std"].tolist()},
+        "info": info,
+    }
     tmp = path.with_suffix(".tmp")
     torch.save(payload, tmp)
     tmp.replace(path)
-    log(f"trained in {info['train_seconds']:.0f} s on the {info['robot_model']} FR3: {info['frames']} camera "
-        f"frames and {info['control_samples']} oracle-labelled states at tau_0")
+    log(
+        f"trained in {info['train_seconds']:.0f} s on the {info['robot_model']} FR3: {info['frames']} camera "
+        f"frames and {info['control_samples']} oracle-labelled states at tau_0"
+    )
     return path

@@ -67,8 +67,9 @@ class DroidTwinWorld(World):
     spec = "droid"
     control_dt = 1.0 / scene.CONTROL_HZ
 
-    def __init__(self, cameras: bool | list[str] = True, image_size: int | tuple[int, int] = 224,
-                 builtin: bool = False):
+    def __init__(
+        self, cameras: bool | list[str] = True, image_size: int | tuple[int, int] = 224, builtin: bool = False
+    ):
         self.source = assets.robot_source(prefer_builtin=builtin)
         self.robot_model = self.source.kind
         self.cameras = list(scene.CAMERA_NAMES) if cameras is True else list(cameras or [])
@@ -111,8 +112,9 @@ class DroidTwinWorld(World):
         """The task, its layout and a fresh MjData on the (cached) model of that layout."""
         self.task = tasks.task_of(setup.axis, setup.options)
         raise_in = setup.value("blue_block_raise", 0.0)
-        self.layout = scene.Layout(blue_raise=round(to_si(raise_in, "in"), 6),
-                                   bowl_scale=round(setup.value("bowl_scale", 1.0), 6))
+        self.layout = scene.Layout(
+            blue_raise=round(to_si(raise_in, "in"), 6), bowl_scale=round(setup.value("bowl_scale", 1.0), 6)
+        )
         m = self.model(self.layout)
         if m is not self.m:
             self.m = m
@@ -126,8 +128,9 @@ class DroidTwinWorld(World):
         self._build(setup)
         m, d = self.m, self.d
         d.qpos[self.arm_qpos] = scene.RESET_Q
-        for name, (pos, quat) in tasks.layout_objects(self.task, np.random.default_rng(setup.seed),
-                                                      self.layout.blue_raise).items():
+        for name, (pos, quat) in tasks.layout_objects(
+            self.task, np.random.default_rng(setup.seed), self.layout.blue_raise
+        ).items():
             self.place(name, pos, quat)
         self.check_penetration()
         self.command = np.zeros(7)
@@ -145,8 +148,8 @@ class DroidTwinWorld(World):
     def place(self, name: str, pos, quat=(1.0, 0.0, 0.0, 0.0)) -> None:
         """Put a free object at a pose (reset, and tests that hand-place a configuration)."""
         adr = self.m.joint(f"{name}_joint").qposadr[0]
-        self.d.qpos[adr:adr + 3], self.d.qpos[adr + 3:adr + 7] = pos, quat
-        self.d.qvel[self.m.joint(f"{name}_joint").dofadr[0]:][:6] = 0.0
+        self.d.qpos[adr : adr + 3], self.d.qpos[adr + 3 : adr + 7] = pos, quat
+        self.d.qvel[self.m.joint(f"{name}_joint").dofadr[0] :][:6] = 0.0
         mujoco.mj_forward(self.m, self.d)
         self.epoch += 1
 
@@ -203,8 +206,15 @@ class DroidTwinWorld(World):
         return StepResult(self.observe(), done=c.placed)
 
     def _check(self) -> tasks.Check:
-        return tasks.check(self.task, self.m, self.d, self.gripper_position() < 0.3, self.gripper_bodies,
-                           self.layout.blue_raise, self.layout.bowl_scale)
+        return tasks.check(
+            self.task,
+            self.m,
+            self.d,
+            self.gripper_position() < 0.3,
+            self.gripper_bodies,
+            self.layout.blue_raise,
+            self.layout.bowl_scale,
+        )
 
     def evaluate(self) -> Evaluation:
         if self.diverged:
@@ -220,8 +230,12 @@ class DroidTwinWorld(World):
         # settle-then-check: the arm holds still, the gripper as the policy left it
         self.command = np.zeros(7)
         bodies = [self.m.body(tasks.OBJECTS[self.task].pick).id, self.m.body(tasks.OBJECTS[self.task].place).id]
-        stable = physics.settle_then_check(self._advance, lambda: self._check().placed and physics.at_rest(
-            self.m, self.d, bodies, linear=0.02, angular=0.3), settle_ticks=2, hold_ticks=HOLD_TICKS)
+        stable = physics.settle_then_check(
+            self._advance,
+            lambda: self._check().placed and physics.at_rest(self.m, self.d, bodies, linear=0.02, angular=0.3),
+            settle_ticks=2,
+            hold_ticks=HOLD_TICKS,
+        )
         if stable:
             return Evaluation(Outcome.SUCCESS, first.detail + " and stable", 1.0, details)
         return Evaluation(Outcome.FAILURE, f"placed but not stable: {self._check().detail}", 0.6, details)
@@ -233,17 +247,25 @@ class DroidTwinWorld(World):
         spec = mujoco.mjtState.mjSTATE_INTEGRATION
         state = np.empty(mujoco.mj_stateSize(self.m, spec))
         mujoco.mj_getState(self.m, self.d, state, spec)
-        return {"robot": self.source.kind, "mj_state": state.tolist(), "command": self.command.tolist(),
-                "gripper_cmd": self.gripper_cmd, "tick": self.tick, "lifted": self.lifted,
-                "diverged": bool(self.diverged)}
+        return {
+            "robot": self.source.kind,
+            "mj_state": state.tolist(),
+            "command": self.command.tolist(),
+            "gripper_cmd": self.gripper_cmd,
+            "tick": self.tick,
+            "lifted": self.lifted,
+            "diverged": bool(self.diverged),
+        }
 
     def restore(self, setup: TaskSetup, state: dict) -> None:
         self._build(setup)
         spec = mujoco.mjtState.mjSTATE_INTEGRATION
         values = np.asarray(state["mj_state"], dtype=float)
         if values.shape != (mujoco.mj_stateSize(self.m, spec),):
-            raise ValueError(f"the recorded state was taken with the {state.get('robot')} FR3 model; this "
-                             f"machine builds the {self.source.kind} one")
+            raise ValueError(
+                f"the recorded state was taken with the {state.get('robot')} FR3 model; this "
+                f"machine builds the {self.source.kind} one"
+            )
         mujoco.mj_setState(self.m, self.d, values, spec)
         mujoco.mj_forward(self.m, self.d)
         self.epoch += 1
@@ -259,8 +281,10 @@ class DroidTwinWorld(World):
         return self.d.qpos[self.arm_qpos].copy()
 
     def object_poses(self) -> dict[str, np.ndarray]:
-        return {n: np.concatenate([self.d.xpos[b], self.d.xquat[b]]) for n, b in zip(
-            self.object_names, self.object_bodies, strict=True)}
+        return {
+            n: np.concatenate([self.d.xpos[b], self.d.xquat[b]])
+            for n, b in zip(self.object_names, self.object_bodies, strict=True)
+        }
 
     def observe(self) -> dict:
         obs = {
@@ -288,8 +312,11 @@ class DroidTwinWorld(World):
         return self.render("level_view", (360, 480))
 
     def describe(self):
-        return super().describe() | {"robot": self.source.detail, "cameras": self.cameras,
-                                     "image_size": list(self.image_size)}
+        return super().describe() | {
+            "robot": self.source.detail,
+            "cameras": self.cameras,
+            "image_size": list(self.image_size),
+        }
 
     def _close_renderer(self) -> None:
         if self._renderer is not None:
@@ -310,5 +337,3 @@ def _is_under(m: mujoco.MjModel, body: int, root: int) -> bool:
 
 def _has_body(m: mujoco.MjModel, name: str) -> bool:
     return mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, name) >= 0
-
-

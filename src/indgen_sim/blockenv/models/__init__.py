@@ -16,14 +16,31 @@ from indgen_sim.blockenv.models.trm import TRMPolicy
 
 #: Table 1 order
 MODELS: dict[str, type[BlockEnvModel]] = {
-    m.name: m for m in (MAMLPolicy, RNNPolicy, TransformerPolicy, TransformerRoPEPolicy, TransformerGoalActionPolicy,
-                        TRMPolicy, IndPolicy, IndLinearPolicy, EquivariantPolicy)
+    m.name: m
+    for m in (
+        MAMLPolicy,
+        RNNPolicy,
+        TransformerPolicy,
+        TransformerRoPEPolicy,
+        TransformerGoalActionPolicy,
+        TRMPolicy,
+        IndPolicy,
+        IndLinearPolicy,
+        EquivariantPolicy,
+    )
 }
 PAPER_NAMES = {
-    "maml": "MAML", "rnn": "RNN", "transformer": "Transformer", "transformer_rope": "Transformer+RoPE",
-    "transformer_goal_action": "Transformer+Goal/Act", "trm": "TRM", "ind": "Ind",
+    "maml": "MAML",
+    "rnn": "RNN",
+    "transformer": "Transformer",
+    "transformer_rope": "Transformer+RoPE",
+    "transformer_goal_action": "Transformer+Goal/Act",
+    "trm": "TRM",
+    "ind": "Ind",
     "ind_linear": "Ind (linear legality read-out)",
-    "equivariant": "Equivariant (IndGen)", "random_legal": "Random legal grasp (control)", "oracle": "Oracle",
+    "equivariant": "Equivariant (IndGen)",
+    "random_legal": "Random legal grasp (control)",
+    "oracle": "Oracle",
 }
 
 __all__ = ["MODELS", "PAPER_NAMES", "Actor", "BlockEnvModel"]

@@ -33,8 +33,9 @@ class BlockEnvModel(nn.Module):
     def start(self, n: int, levels: torch.Tensor) -> dict[str, Any]:
         return {"levels": levels}
 
-    def logits(self, state: dict[str, Any], grids: torch.Tensor, prev_actions: torch.Tensor | None,
-               step: int) -> dict[str, torch.Tensor]:
+    def logits(
+        self, state: dict[str, Any], grids: torch.Tensor, prev_actions: torch.Tensor | None, step: int
+    ) -> dict[str, torch.Tensor]:
         raise NotImplementedError
 
     def param_groups(self, lr: float) -> list[dict[str, Any]]:

@@ -42,8 +42,11 @@ class IndependentHeads(nn.Module):
 
     @staticmethod
     def loss(logits: dict[str, torch.Tensor], actions: torch.Tensor) -> torch.Tensor:
-        return (F.cross_entropy(logits["row"], actions[:, 0]) + F.cross_entropy(logits["col"], actions[:, 1])
-                + F.cross_entropy(logits["theta"], actions[:, 2]))
+        return (
+            F.cross_entropy(logits["row"], actions[:, 0])
+            + F.cross_entropy(logits["col"], actions[:, 1])
+            + F.cross_entropy(logits["theta"], actions[:, 2])
+        )
 
 
 def joint_index(actions: torch.Tensor) -> torch.Tensor:
@@ -87,8 +90,9 @@ class RopeBlock(nn.Module):
         q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
         pos = torch.arange(t, device=x.device)
         q, k = rope(q, pos), rope(k, pos)
-        att = F.scaled_dot_product_attention(q, k, v, is_causal=causal,
-                                             dropout_p=self.dropout if self.training else 0.0)
+        att = F.scaled_dot_product_attention(
+            q, k, v, is_causal=causal, dropout_p=self.dropout if self.training else 0.0
+        )
         x = x + self.out(att.transpose(1, 2).reshape(b, t, d))
         return x + self.ff(self.ln2(x))
 
@@ -104,6 +108,7 @@ def gumbel_noise(seeds: np.ndarray, step: int, stream: int, size: int) -> np.nda
 
 def select_actions(logits: dict[str, torch.Tensor], seeds: np.ndarray, step: int, greedy: bool = False) -> np.ndarray:
     """(n, 3) actions from independent heads (row/col/theta) or a joint head (joint)."""
+
     def pick(name: str, stream: int) -> np.ndarray:
         lg = logits[name].detach().double().cpu().numpy()
         if not greedy:

@@ -35,8 +35,10 @@ class EquivariantPolicy(BlockEnvModel):
     def __init__(self, channels: int = 32):
         super().__init__(channels=channels)
         self.net = nn.Sequential(
-            nn.Conv2d(5, channels, 3, padding=1), nn.ReLU(),
-            nn.Conv2d(channels, channels, 1), nn.ReLU(),
+            nn.Conv2d(5, channels, 3, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(channels, channels, 1),
+            nn.ReLU(),
             nn.Conv2d(channels, 2, 1),
         )
 
@@ -54,5 +56,3 @@ class EquivariantPolicy(BlockEnvModel):
     def logits(self, state, grids, prev_actions, step):
         logits, legal = self.scores(grids)
         return {"joint": logits.masked_fill(~legal, float("-inf"))}
-
-

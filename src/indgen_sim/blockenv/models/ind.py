@@ -68,8 +68,10 @@ class IndPolicy(TransformerRoPEPolicy):
             return super().param_groups(lr)
         legal = list(self.heads["legal"].parameters())
         ids = {id(p) for p in legal}
-        return [{"params": [p for p in self.parameters() if id(p) not in ids], "lr": lr},
-                {"params": legal, "lr": 10 * lr}]
+        return [
+            {"params": [p for p in self.parameters() if id(p) not in ids], "lr": lr},
+            {"params": legal, "lr": 10 * lr},
+        ]
 
     def legality_logits(self, h: torch.Tensor, grids: torch.Tensor) -> torch.Tensor:
         return self.heads["legal"](grids if self.legality == "local" else h)
@@ -89,8 +91,11 @@ class IndPolicy(TransformerRoPEPolicy):
         occupied = (seen != 0).flatten(1).repeat_interleave(2, dim=1)
         target = legality_target(seen)[occupied]
         positives = target.sum().clamp_min(1)
-        legal = F.binary_cross_entropy_with_logits(self.legality_logits(h[present], seen)[occupied], target,
-                                                   pos_weight=((target.numel() - positives) / positives).clamp_min(1))
+        legal = F.binary_cross_entropy_with_logits(
+            self.legality_logits(h[present], seen)[occupied],
+            target,
+            pos_weight=((target.numel() - positives) / positives).clamp_min(1),
+        )
         return pick + self.legality_weight * legal
 
     def logits(self, state, grids, prev_actions, step):

@@ -35,7 +35,8 @@ class MAMLPolicy(BlockEnvModel):
 
     def _call(self, params, x):
         def sub(prefix):
-            return {k[len(prefix) + 1:]: v for k, v in params.items() if k.startswith(prefix + ".")}
+            return {k[len(prefix) + 1 :]: v for k, v in params.items() if k.startswith(prefix + ".")}
+
         h = functional_call(self.enc, sub("enc"), (x,))
         return functional_call(self.heads, sub("heads"), (h,))
 
@@ -46,8 +47,9 @@ class MAMLPolicy(BlockEnvModel):
     def inner(self, params, support, create_graph=False):
         """alpha-sized gradient steps on the support set (first order: gradients not differentiated)."""
         for _ in range(self.config["inner_steps"]):
-            grads = torch.autograd.grad(self.step_loss(params, support), list(params.values()),
-                                        create_graph=create_graph)
+            grads = torch.autograd.grad(
+                self.step_loss(params, support), list(params.values()), create_graph=create_graph
+            )
             params = {n: p - self.config["inner_lr"] * g for (n, p), g in zip(params.items(), grads, strict=True)}
         return params
 

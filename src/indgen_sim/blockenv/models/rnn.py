@@ -32,5 +32,3 @@ class RNNPolicy(BlockEnvModel):
         x = self.enc(obs_vector(grids, state["levels"]))[:, None]
         h, state["hc"] = self.lstm(x, state["hc"])
         return self.heads(h[:, 0])
-
-

@@ -37,10 +37,23 @@ class TRMPolicy(BlockEnvModel):
     name = "trm"
     data = "steps"
 
-    def __init__(self, d: int = 32, token_hidden: int = CELLS, inner_cycles: int = 2, outer_cycles: int = 2,
-                 supervision_steps: int = 2, max_inference_steps: int = 4):
-        super().__init__(d=d, token_hidden=token_hidden, inner_cycles=inner_cycles, outer_cycles=outer_cycles,
-                         supervision_steps=supervision_steps, max_inference_steps=max_inference_steps)
+    def __init__(
+        self,
+        d: int = 32,
+        token_hidden: int = CELLS,
+        inner_cycles: int = 2,
+        outer_cycles: int = 2,
+        supervision_steps: int = 2,
+        max_inference_steps: int = 4,
+    ):
+        super().__init__(
+            d=d,
+            token_hidden=token_hidden,
+            inner_cycles=inner_cycles,
+            outer_cycles=outer_cycles,
+            supervision_steps=supervision_steps,
+            max_inference_steps=max_inference_steps,
+        )
         self.embed = nn.Embedding(3, d)
         self.pos = nn.Parameter(torch.randn(CELLS, d) * 0.02)
         self.y0 = nn.Parameter(torch.zeros(d))
@@ -82,9 +95,11 @@ class TRMPolicy(BlockEnvModel):
             y, z, cells, q = self.deep_recursion(x, y, z)
             scores = self.action_scores(cells)
             correct = (scores.argmax(-1) == target_joint).float()
-            step_loss = (F.cross_entropy(cells.reshape(-1, 3), cell_target.reshape(-1))
-                         + F.cross_entropy(scores, target_joint)
-                         + F.binary_cross_entropy_with_logits(q, correct))
+            step_loss = (
+                F.cross_entropy(cells.reshape(-1, 3), cell_target.reshape(-1))
+                + F.cross_entropy(scores, target_joint)
+                + F.binary_cross_entropy_with_logits(q, correct)
+            )
             total = total + step_loss
             y, z = y.detach(), z.detach()
         loss = total / self.config["supervision_steps"]
