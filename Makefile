@@ -19,7 +19,7 @@ PYTEST_ARGS ?=
 MENAGERIE_ROOT ?= $(wildcard $(abspath ../shared/menagerie))
 export MENAGERIE_ROOT
 
-.PHONY: help setup libero demo test test-fast lint lock clean
+.PHONY: help setup libero demo test test-fast static lint lock clean
 
 help:
 	@echo "make demo   set up, then run the main job (see README)"
@@ -70,10 +70,12 @@ test: setup libero static
 test-fast: setup libero static
 	@PYTHON=$(BIN)/python TEST_MARKS='not slow' scripts/run-tests.sh $(PYTEST_ARGS)
 
-# the static checks `make test` starts with: lint, the formatting of src/
+# the static checks `make test` starts with: lint, the formatting of src/, the types of src/
+# (mypy at its default strictness, configured in pyproject.toml: docs/development.md says why)
 static lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check src/
+	$(BIN)/mypy
 
 lock: setup
 	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^indgen' > $(CONSTRAINTS)

@@ -47,8 +47,10 @@ NODES = {
 EXTRAS = {
     "sim": ["mujoco>=3.3,<4"],  # robosuite (LIBERO) fails with mujoco 4; 3.17 serves every world
     "torch": ["torch>=2.2"],  # CPU build: `pip install torch==2.13.0` (see README)
-    "test": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.5", "ruff>=0.6", "colcon-common-extensions>=0.3",
-             "hypothesis>=6", "psutil>=5.9"],
+    "test": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.5", "ruff>=0.6", "mypy>=1.10",
+             "colcon-common-extensions>=0.3", "hypothesis>=6", "psutil>=5.9",
+             # the tests read bags with Foxglove's ROS 2 decoder too, as an independent check
+             "mcap-ros2-support>=0.5"],
 }
 EXTRAS["all"] = sorted({req for reqs in EXTRAS.values() for req in reqs})
 # LIBERO-Object with its assets (2.1 GB installed): its own extra, installed by `make libero`
@@ -81,14 +83,13 @@ setup(
         # the openpi wire protocol (openpi-client itself is installed with --no-deps, see Makefile)
         "msgpack>=1.0.5",
         "websockets>=13",
-        "pillow>=9",
+        "pillow>=9.1",
         "dm-tree>=0.1.8",
         "typing_extensions>=4",
         "prompt_toolkit>=3.0.40",  # indgen console
         # bags (recorder, indgen bag): rosbag2 MCAP writing/reading, Foxglove's MCAP reader, H.264
         "rosbags>=0.10",
         "mcap>=1.1",
-        "mcap-ros2-support>=0.5",
         "av>=12",
         # campaigns on several processes or machines (--workers N, --cluster): Dask distributed
         "distributed>=2024.8",

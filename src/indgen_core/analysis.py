@@ -160,8 +160,8 @@ def summarize(
         if flags and outcome in ("success", "failure", "timeout"):
             entry = checks.setdefault((policy, level), {"n": 0})
             entry["n"] += 1
-            for k, v in flags.items():
-                entry[k] = entry.get(k, 0) + int(v)
+            for flag, v in flags.items():
+                entry[flag] = entry.get(flag, 0) + int(v)
     operator = {(names[p], k): c for (p, k), c in store.operator_counts(campaign_id).items()}
     if not any(c["labelled"] or c["skipped"] or c["redone"] for c in operator.values()):
         operator = {}

@@ -109,21 +109,21 @@ class AxisSpec(_Strict):
     name: str
     worlds: list[str] = Field(min_length=1)
     description: str = ""
-    source: str = Field("", description="where the axis comes from (paper section, table)")
+    source: str = Field(default="", description="where the axis comes from (paper section, table)")
     parameter: Parameter | None = None
     compose: list[Component] | None = None
     context: list[ContextParameter] = []
     measured: dict[int, dict[str, float]] | None = None
-    step_tolerance: float = Field(1e-6, ge=0, le=0.5)
+    step_tolerance: float = Field(default=1e-6, ge=0, le=0.5)
     levels: LevelRange
     in_distribution: list[int] = Field(min_length=1)
     regime: Literal["vanilla", "black_box"]
     language_instruction: str | None = Field(
-        None, min_length=1, description="what the policy is told; null: the world's own task instruction"
+        default=None, min_length=1, description="what the policy is told; null: the world's own task instruction"
     )
     operator_instruction: str | dict[str, str] | None = None
     order: Literal["interleaved", "sequential"] = "interleaved"
-    break_threshold: float = Field(0.2, gt=0, lt=1)
+    break_threshold: float = Field(default=0.2, gt=0, lt=1)
 
     _slug = field_validator("name")(_check_slug)
 
@@ -179,7 +179,7 @@ class Level:
     in_distribution: bool
     distance: int  # atomic steps from the nearest in-distribution level
     side: int  # +1 / -1 away from the in-distribution levels, 0 inside them
-    language_instruction: str
+    language_instruction: str | None  # None: the world's own task instruction
     operator_instruction: str = ""
 
     @property
@@ -217,10 +217,17 @@ class Axis:
         return self.spec.operator_instruction is not None
 
     @property
+    def parameter(self) -> Parameter:
+        """The parameter a single (not composed) axis moves."""
+        p = self.spec.parameter
+        assert p is not None, f"axis '{self.name}' is a composition: it has no single parameter"
+        return p
+
+    @property
     def moved_parameters(self) -> list[str]:
         if self.is_composed:
             return [name for comp, _ in self.components for name in comp.moved_parameters]
-        return [self.spec.parameter.name]
+        return [self.parameter.name]
 
     def steps(self) -> dict[str, float]:
         """The declared atomic step of every moved parameter."""
@@ -229,7 +236,7 @@ class Axis:
             for comp, _ in self.components:
                 out.update(comp.steps())
             return out
-        return {self.spec.parameter.name: self.spec.parameter.step}
+        return {self.parameter.name: self.parameter.step}
 
     def level_range(self) -> range:
         return range(self.spec.levels.min, self.spec.levels.max + 1)
@@ -245,7 +252,7 @@ class Axis:
             for comp, mode in self.components:
                 values.extend(comp._values(abs(k) if mode == "abs" else k))
             return values
-        p = self.spec.parameter
+        p = self.parameter
         measured = (self.spec.measured or {}).get(k, {})
         values = [ParameterValue(p.name, round(measured.get(p.name, p.base + k * p.step), 10), p.unit)]
         values += [ParameterValue(c.name, measured.get(c.name, c.value), c.unit) for c in self.spec.context]
@@ -283,10 +290,10 @@ class Axis:
 
     def _template_fields(self, k: int, params: tuple[ParameterValue, ...]) -> dict:
         distance, _ = self.distance(k)
-        fields = {"k": k, "steps": distance, "abs_k": abs(k)}
+        fields: dict[str, object] = {"k": k, "steps": distance, "abs_k": abs(k)}
         fields.update({p.name: p.value for p in params})
         if not self.is_composed:
-            p = self.spec.parameter
+            p = self.parameter
             fields.update(value=params[0].value, unit=p.unit, step=abs(p.step), base=p.base)
         return fields
 

@@ -13,7 +13,7 @@ import dataclasses
 import re
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -26,7 +26,8 @@ from indgen_core.errors import IndGenError
 from indgen_core.records import TaskSetup
 from indgen_core.store import CampaignRecord, ResultsStore
 
-EVALUATE, CERTIFY = "evaluate", "certify"
+EVALUATE: Final = "evaluate"
+CERTIFY: Final = "certify"
 
 
 class AdaptiveConfig(BaseModel):
@@ -37,7 +38,7 @@ class AdaptiveConfig(BaseModel):
     enabled: bool = True
     #: trials before a level may be decided (the evidence is valid from the first; more only
     #: makes the rule slower)
-    min_trials: int = Field(1, ge=1)
+    min_trials: int = Field(default=1, ge=1)
 
 
 class AnalysisPlan(BaseModel):
@@ -46,9 +47,9 @@ class AnalysisPlan(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     compare: list[str] = Field(min_length=2, description="the policies compared, as named in `policies`")
-    alpha: float = Field(0.05, gt=0, lt=0.5, description="family-wise error over levels and pairs (Holm)")
+    alpha: float = Field(default=0.05, gt=0, lt=0.5, description="family-wise error over levels and pairs (Holm)")
     pairing: Literal["auto", "paired", "unpaired"] = "paired"
-    levels: list[int] | None = Field(None, description="default: every level of the campaign")
+    levels: list[int] | None = Field(default=None, description="default: every level of the campaign")
 
 
 class CampaignConfig(BaseModel):
@@ -61,26 +62,28 @@ class CampaignConfig(BaseModel):
     world: str
     policies: list[str] = Field(min_length=1)
     trials_per_level: int = Field(ge=1)
-    levels: list[int] | None = Field(None, description="default: every level of the axis")
-    seed: int = Field(0, ge=0)
-    seeds: list[int] | None = Field(None, description="fixed seeds per trial index instead of derived ones")
-    order: Literal["interleaved", "sequential"] | None = Field(None, description="default: the axis' order")
+    levels: list[int] | None = Field(default=None, description="default: every level of the axis")
+    seed: int = Field(default=0, ge=0)
+    seeds: list[int] | None = Field(default=None, description="fixed seeds per trial index instead of derived ones")
+    order: Literal["interleaved", "sequential"] | None = Field(default=None, description="default: the axis' order")
     purpose: Literal["evaluate", "certify"] = EVALUATE
     adaptive: AdaptiveConfig | None = None
-    max_steps: int = Field(0, ge=0, description="0: the world's default")
+    max_steps: int = Field(default=0, ge=0, description="0: the world's default")
     world_options: dict[str, Any] = {}
-    endpoints: dict[str, str] = Field({}, description="policy name -> ws://host:port of its policy server")
+    endpoints: dict[str, str] = Field(default={}, description="policy name -> ws://host:port of its policy server")
     certified_by: list[str] = Field(
-        [],
+        default=[],
         description="other worlds whose certificates of the same level count "
         "(the real FR3's levels certified in its twin)",
     )
     group: str = ""
-    break_threshold: float | None = Field(None, gt=0, lt=1)
-    blind: bool = Field(False, description="name the policies A, B, ... to the person, hide running rates (blind.py)")
+    break_threshold: float | None = Field(default=None, gt=0, lt=1)
+    blind: bool = Field(
+        default=False, description="name the policies A, B, ... to the person, hide running rates (blind.py)"
+    )
     analysis: AnalysisPlan | None = None
     twin_campaign: str = Field(
-        "",
+        default="",
         description="id of a twin campaign of the same policy, axis and levels that ran "
         "these seeds: the report adds twin-sharpened intervals (ppi.py)",
     )

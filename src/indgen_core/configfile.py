@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from indgen_core.errors import IndGenError
 
@@ -60,7 +61,7 @@ def _field_name(loc: tuple) -> str:
     return "".join(parts) or "(top level)"
 
 
-def _describe(err: dict, model: type[BaseModel]) -> str:
+def _describe(err: ErrorDetails, model: type[BaseModel]) -> str:
     kind = err["type"]
     got = err.get("input")
     if kind == "missing":

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, cast
 
 from indgen_core.records import Outcome, TaskSetup, TrialResult
 from indgen_core.specs import BadAction, Spec
@@ -23,6 +23,12 @@ OnFinal = Callable[[dict[str, Any], str, int], None]
 #: how an episode that reached the world's check ended
 DONE, LIMIT, OPERATOR, BAD_ACTION = "done", "step_limit", "operator", "bad_action"
 ENDINGS = (DONE, LIMIT, OPERATOR, BAD_ACTION)
+
+
+class _RendersOnRead(Protocol):
+    """A world that renders its images when they are read, and counts the frames it rendered."""
+
+    frames_rendered: int
 
 
 class PolicyUnavailable(Exception):
@@ -63,7 +69,7 @@ def run_episode(
     def result(outcome: Outcome, reason: str, steps: int, score: float = 0.0, details=None) -> TrialResult:
         details = dict(details or {})
         if frames0 is not None:  # a world that renders on read: what the episode's images cost
-            details["frames_rendered"] = world.frames_rendered - frames0
+            details["frames_rendered"] = cast(_RendersOnRead, world).frames_rendered - frames0
         return TrialResult(
             trial_id=setup.trial_id,
             outcome=outcome,

@@ -71,7 +71,7 @@ class NodeTemplate(BaseModel):
     ros: bool = True
     required: bool = False
     respawn: bool | str = False
-    condition: str | None = Field(None, alias="if")
+    condition: str | None = Field(default=None, alias="if")
     parameters: dict[str, Any] = {}
     remappings: dict[str, str] = {}
     args: list[str | dict[str, str]] = []

@@ -100,8 +100,8 @@ class Launcher:
 
     def start(self) -> None:
         # every child is forked before any reader thread exists
-        started = [(node, command(node)) for node in self.nodes]
-        started = [(node, cmd, self._spawn(node, cmd)) for node, cmd in started]
+        commands = [(node, command(node)) for node in self.nodes]
+        started = [(node, cmd, self._spawn(node, cmd)) for node, cmd in commands]
         for i, (node, cmd, proc) in enumerate(started):
             reader = threading.Thread(target=self._pump, args=(node.name, i, proc), daemon=True)
             reader.start()
@@ -127,6 +127,7 @@ class Launcher:
         self._print("launch", 7, f"restarted {child.spec.name} (pid {child.proc.pid})")
 
     def _pump(self, name: str, index: int, proc: subprocess.Popen) -> None:
+        assert proc.stdout is not None, "children are spawned with stdout=PIPE"
         for line in proc.stdout:
             self._print(name, index, line)
 

@@ -125,7 +125,9 @@ def _canonical(value, kind: str, kinds: FieldKinds):
 def canonical_bytes(msg, skip: str = "signature", kinds: FieldKinds = rclpy_kinds) -> bytes:
     """The message's fields (all but `skip`) as canonical JSON. Not its CDR bytes: those
     carry uninitialised alignment padding, so the same message serialises differently."""
-    fields = {name: _canonical(getattr(msg, name), t, kinds) for name, t in kinds(msg).items() if name != skip}
+    kinds_of_msg = kinds(msg)
+    assert kinds_of_msg is not None, f"{type(msg).__name__} is not a message"
+    fields = {name: _canonical(getattr(msg, name), t, kinds) for name, t in kinds_of_msg.items() if name != skip}
     return json.dumps(fields, sort_keys=True, ensure_ascii=False, allow_nan=False).encode()
 
 

@@ -163,6 +163,7 @@ def plan_levels(
         raise PlanError(f"--trial-s must be a positive number of seconds, not {trial_s:g}")
     out = []
     for k in levels:
+        rates: tuple[float, ...]
         if k in expect:
             rates = (float(expect[k]),)
         else:

@@ -83,6 +83,7 @@ def success_curves(summaries: Sequence[CampaignSummary], path: Path, title: str 
                     if k is None:
                         continue
                     lv = curve.level(k)
+                    assert lv is not None, "a break level is one of the curve's levels"
                     ax.plot(
                         [k], [lv.rate * 100], marker="X", color=color, ms=12, mec="black", mew=0.8, zorder=5, label=None
                     )

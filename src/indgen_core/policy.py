@@ -7,12 +7,14 @@ the `indgen.policies` entry-point group and are served with `indgen serve-policy
 from __future__ import annotations
 
 import abc
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import Any
 
 
 class Policy(abc.ABC):
-    #: sent to clients on connect (openpi: the policy metadata frame)
-    metadata: ClassVar[dict[str, Any]] = {}
+    #: sent to clients on connect (openpi: the policy metadata frame); a class default is shared
+    #: by every instance (read-only), a policy with its own metadata sets it on the instance
+    metadata: Mapping[str, Any] = {}
 
     @abc.abstractmethod
     def infer(self, obs: dict[str, Any]) -> dict[str, Any]:

@@ -63,7 +63,7 @@ class ProtocolViolation(IndGenError):
 def _component_levels(axis: Axis, k: int) -> dict[str, int]:
     """For every moved parameter, the level of the single axis that moves it at composed level k."""
     if not axis.is_composed:
-        return {axis.spec.parameter.name: k}
+        return {axis.parameter.name: k}
     out = {}
     for comp, mode in axis.components:
         kk = abs(k) if mode == "abs" else k
@@ -111,8 +111,8 @@ def check_progression(axis: Axis, levels: Sequence[Level] | None = None) -> Prot
         if changed == expected:
             report.findings.append(Finding(SINGLE_AXIS, True, f"{where}: only {sorted(changed)} changes", cur.k))
         else:
-            extra, missing = sorted(changed - expected), sorted(expected - changed)
-            parts = [f"{extra} also change" if extra else "", f"{missing} do not change" if missing else ""]
+            extra, unchanged = sorted(changed - expected), sorted(expected - changed)
+            parts = [f"{extra} also change" if extra else "", f"{unchanged} do not change" if unchanged else ""]
             report.findings.append(Finding(SINGLE_AXIS, False, f"{where}: " + "; ".join(p for p in parts if p), cur.k))
         for name in sorted(expected & changed):
             want = steps[name] * (kb[name] - ka[name])

@@ -254,7 +254,7 @@ def markdown(
                 )
             lines.append("")
         if s.operator:
-            names = ("labelled", "relabelled", "redone", "skipped", "invalid", "disagreements")
+            kinds = ("labelled", "relabelled", "redone", "skipped", "invalid", "disagreements")
             lines += [
                 "### The operator's labels per level",
                 "",
@@ -262,11 +262,11 @@ def markdown(
                 "attempts kept as superseded; disagreements: labels that differ from the simulator's own "
                 "check, in rehearsal)",
                 "",
-                "| policy | k | " + " | ".join(names) + " |",
-                "|---|---|" + "---|" * len(names),
+                "| policy | k | " + " | ".join(kinds) + " |",
+                "|---|---|" + "---|" * len(kinds),
             ]
             for (policy, level), entry in sorted(s.operator.items()):
-                lines.append(f"| {policy} | {level} | " + " | ".join(str(entry[n]) for n in names) + " |")
+                lines.append(f"| {policy} | {level} | " + " | ".join(str(entry[n]) for n in kinds) + " |")
             lines.append("")
         if s.robot_stops:
             lines += [
@@ -373,7 +373,8 @@ def comparison_markdown(comparisons, title: str = "") -> list[str]:
 
 def _md_to_html(md: str, files: dict[str, Path]) -> str:
     """Just enough Markdown for our own reports (headings, lists, tables, images, code)."""
-    out, table = [], []
+    out: list[str] = []
+    table: list[str] = []
 
     def flush():
         if table:

@@ -53,20 +53,20 @@ class ArmConfig(BaseModel):
     acceleration_limits: list[float]
     torque_limits: list[float] = Field(default_factory=lambda: [87.0, 87.0, 87.0, 87.0, 12.0, 12.0, 12.0])
     #: the runner commands at most these fractions of them
-    velocity_fraction: float = Field(0.5, gt=0, le=1)
-    acceleration_fraction: float = Field(0.3, gt=0, le=1)
+    velocity_fraction: float = Field(default=0.5, gt=0, le=1)
+    acceleration_fraction: float = Field(default=0.3, gt=0, le=1)
     #: rad kept clear of every position limit
-    position_margin: float = Field(0.05, ge=0)
+    position_margin: float = Field(default=0.05, ge=0)
     #: rad: the most the commanded reference may lead the measured arm, per joint (a blocked arm
     #: is pushed with at most p x max_lead). The runner's speed is capped so that one tick of
     #: motion (times lead_ticks) stays within it, and the controller's path tolerance holds the
     #: arm beyond it.
     max_lead: list[float] = Field(default_factory=lambda: [0.1, 0.1, 0.1, 0.1, 0.15, 0.15, 0.15])
     #: p_i x max_lead_i must stay within this fraction of torque_limits_i
-    lead_torque_fraction: float = Field(0.4, gt=0, le=1)
+    lead_torque_fraction: float = Field(default=0.4, gt=0, le=1)
     #: ticks of motion a blocked arm can fall behind before the next segment re-bases the
     #: reference on it (1.5: a segment may come half a tick late and the bound still holds)
-    lead_ticks: float = Field(1.5, ge=1.0)
+    lead_ticks: float = Field(default=1.5, ge=1.0)
 
     @field_validator("joints", "lower", "upper", "velocity_limits", "acceleration_limits", "torque_limits", "max_lead")
     @classmethod
@@ -95,30 +95,30 @@ class GripperConfig(BaseModel):
     #: a forward position controller on the knuckle joint (std_msgs/Float64MultiArray, rad)
     command_topic: str = "/robotiq/robotiq_position_controller/commands"
     #: the knuckle's closed position (robotiq_description's gripper_closed_position default)
-    closed: float = Field(0.7929, gt=0)
+    closed: float = Field(default=0.7929, gt=0)
 
 
 class ControlConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    rate_hz: float = Field(15.0, gt=0, le=100)
+    rate_hz: float = Field(default=15.0, gt=0, le=100)
     #: how long a tick waits for the command that answers it; the robot finishes its previous
     #: segment meanwhile (which ends at rest), then holds
-    command_timeout_s: float = Field(0.3, gt=0)
+    command_timeout_s: float = Field(default=0.3, gt=0)
     #: consecutive ticks without a usable command before the trial is aborted
-    max_missed_ticks: int = Field(8, ge=1)
+    max_missed_ticks: int = Field(default=8, ge=1)
     #: the arm's broadcaster sample older than this (by its header stamp) is a fault: the
     #: hardware stopped or the driver is down (detected within 3 ticks at 15 Hz)
-    arm_state_max_age_s: float = Field(0.15, gt=0)
+    arm_state_max_age_s: float = Field(default=0.15, gt=0)
     #: the gripper's joint state older than this (header stamp) is a fault
-    gripper_state_max_age_s: float = Field(0.5, gt=0)
+    gripper_state_max_age_s: float = Field(default=0.5, gt=0)
     #: a camera frame older than this (header stamp) is not used: no command from it
-    image_max_age_s: float = Field(0.25, gt=0)
+    image_max_age_s: float = Field(default=0.25, gt=0)
     #: ticks ahead each streamed segment's first point lies (indgen_robot/control.py)
-    lookahead_ticks: float = Field(3.0, ge=1.0, le=10.0)
+    lookahead_ticks: float = Field(default=3.0, ge=1.0, le=10.0)
     #: |offset| between the robot's stamps and this computer's clock tolerated at start-up
-    clock_tolerance_s: float = Field(0.05, gt=0)
+    clock_tolerance_s: float = Field(default=0.05, gt=0)
     #: how long an episode waits (holding) for the policy to be connected and warmed up
-    policy_ready_timeout_s: float = Field(120.0, gt=0)
+    policy_ready_timeout_s: float = Field(default=120.0, gt=0)
 
 
 class ResetConfig(BaseModel):
@@ -126,11 +126,11 @@ class ResetConfig(BaseModel):
     pose: list[float] = Field(default_factory=lambda: [0.0, -0.6283185, 0.0, -2.5132741, 0.0, 1.8849556, 0.0])
     #: "direct": one smooth segment through the trajectory controller, from the measured arm
     method: Literal["direct"] = "direct"
-    max_speed: float = Field(0.5, gt=0)
-    tolerance: float = Field(0.03, gt=0)
-    timeout_s: float = Field(20.0, gt=0)
+    max_speed: float = Field(default=0.5, gt=0)
+    tolerance: float = Field(default=0.03, gt=0)
+    timeout_s: float = Field(default=20.0, gt=0)
     #: joint speeds (rad/s) under which the arm counts as at rest
-    at_rest_speed: float = Field(0.05, gt=0)
+    at_rest_speed: float = Field(default=0.05, gt=0)
 
     @field_validator("method", mode="before")
     @classmethod
@@ -165,7 +165,7 @@ class RecoveryConfig(BaseModel):
     controllers: list[str] = Field(
         default_factory=lambda: ["joint_state_broadcaster", "franka_robot_state_broadcaster", "fr3_arm_controller"]
     )
-    timeout_s: float = Field(30.0, gt=0)
+    timeout_s: float = Field(default=30.0, gt=0)
 
 
 class RecorderConfig(BaseModel):

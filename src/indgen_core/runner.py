@@ -19,7 +19,8 @@ from indgen_core.store import PlannedTrial, ResultsStore
 
 Executor = Callable[[TaskSetup], TrialResult]
 BatchExecutor = Callable[[list[TaskSetup]], list[TrialResult]]
-Progress = Callable[[int, int, PlannedTrial, TrialResult | None], None]
+#: (done, total, the trial, its result): called after every trial's result is committed
+Progress = Callable[[int, int, PlannedTrial, TrialResult], None]
 
 
 class TooManyAborts(IndGenError):

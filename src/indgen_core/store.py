@@ -593,6 +593,7 @@ class ResultsStore:
             elif row.status == "skipped":
                 c["skipped"] += 1
             else:
+                assert row.outcome is not None, "a done trial has a result"
                 c[row.outcome] += 1
         return out
 
@@ -614,10 +615,10 @@ class ResultsStore:
             elif row["trial_id"] not in relabelled:
                 relabelled.add(row["trial_id"])
                 c["relabelled"] += 1
-        for row in self.rows(campaign_id):
-            c = out[(row.policy, row.level)]
-            c["skipped"] += row.status == "skipped"
-            c["invalid"] += row.outcome == "invalid"
+        for trial in self.rows(campaign_id):
+            c = out[(trial.policy, trial.level)]
+            c["skipped"] += trial.status == "skipped"
+            c["invalid"] += trial.outcome == "invalid"
         query = "SELECT trial_id, outcome, details_json FROM results WHERE campaign_id=? AND source='operator'"
         for trial_id, outcome, details in self._db.execute(query, (campaign_id,)):
             auto = json.loads(details or "{}").get("auto_outcome")

@@ -15,6 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+#: (c0, c1, c2, c3) of one segment's polynomial in s
+_Coefficients = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
 
 @dataclass(frozen=True)
 class Point:
@@ -46,7 +49,7 @@ class Trajectory:
             ]
         )
         self.cubic = np.array(cubic)
-        self._coefficients: list[tuple | None] = [None] * len(points)
+        self._coefficients: list[_Coefficients | None] = [None] * len(points)
 
     @classmethod
     def at_rest(cls, now: float, q: np.ndarray) -> Trajectory:
@@ -61,24 +64,26 @@ class Trajectory:
     def final(self) -> np.ndarray:
         return self.q[-1].copy()
 
-    def _segment(self, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _segment(self, i: int) -> _Coefficients:
         """Coefficients (c0, c1, c2, c3) of segment i's polynomial in s, computed once: a
         controller model samples the same segment hundreds of times."""
-        if self._coefficients[i] is None:
+        coefficients = self._coefficients[i]
+        if coefficients is None:
             h = self.times[i + 1] - self.times[i]
             q0, q1 = self.q[i], self.q[i + 1]
             if not self.cubic[i]:
                 zero = np.zeros_like(q0)
-                self._coefficients[i] = (q0, (q1 - q0) / h, zero, zero)
+                coefficients = (q0, (q1 - q0) / h, zero, zero)
             else:
                 v0, v1 = self.dq[i], self.dq[i + 1]
-                self._coefficients[i] = (
+                coefficients = (
                     q0,
                     v0,
                     (3 * (q1 - q0) - (2 * v0 + v1) * h) / h**2,
                     (2 * (q0 - q1) + (v0 + v1) * h) / h**3,
                 )
-        return self._coefficients[i]
+            self._coefficients[i] = coefficients
+        return coefficients
 
     def sample(self, now: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Reference (position, velocity, acceleration) at wall time `now`."""

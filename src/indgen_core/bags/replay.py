@@ -43,14 +43,21 @@ class LevelDiff:
         diff = np.abs(recorded - replayed).reshape(-1, recorded.shape[-1])
         if self.abs_sum is None:
             self.abs_sum, self.abs_max = np.zeros(diff.shape[1]), np.zeros(diff.shape[1])
+        assert self.abs_max is not None, "abs_max is set together with abs_sum"
         self.abs_sum += diff.sum(axis=0)
         self.abs_max = np.maximum(self.abs_max, diff.max(axis=0))
         self.actions += diff.shape[0]
 
     def figures(self) -> dict:
-        width = 0 if self.abs_sum is None else len(self.abs_sum)
+        mean: list[float] = []
+        max_abs: list[float] = []
+        width = 0
+        if self.abs_sum is not None and self.abs_max is not None:  # set together, by the first add()
+            width = len(self.abs_sum)
+            if width:
+                mean = (self.abs_sum / max(self.actions, 1)).tolist()
+                max_abs = self.abs_max.tolist()
         names = list(self.names[:width]) + [f"a{i}" for i in range(len(self.names), width)]
-        mean = (self.abs_sum / max(self.actions, 1)).tolist() if width else []
         return {
             "level": self.level,
             "requests": self.requests,
@@ -58,7 +65,7 @@ class LevelDiff:
             "shape_mismatch": self.shape_mismatch,
             "names": names,
             "mean_abs": mean,
-            "max_abs": self.abs_max.tolist() if width else [],
+            "max_abs": max_abs,
         }
 
 

@@ -19,6 +19,7 @@ from indgen_core.bags.reader import BagError
 from indgen_core.bags.trials import Attempt, Recording, setup_of, state_of
 from indgen_core.episode import verdict
 from indgen_core.records import Outcome
+from indgen_core.world import World
 
 #: recorded outcomes that no world check decided (nothing to compare)
 NOT_JUDGED = {Outcome.ABORTED, Outcome.SKIPPED, Outcome.SUPERSEDED}
@@ -39,6 +40,7 @@ class Rescored:
     def agrees(self) -> bool | None:
         if self.outcome is None or self.recorded is None:
             return None
+        assert self.score is not None and self.recorded_score is not None, "set with outcome and recorded"
         return self.outcome is self.recorded and abs(self.score - self.recorded_score) <= SCORE_TOLERANCE
 
 
@@ -47,9 +49,9 @@ class Judges:
     looks at an image) and closed at the end."""
 
     def __init__(self):
-        self.worlds: dict[tuple[str, str], object] = {}
+        self.worlds: dict[tuple[str, str], World] = {}
 
-    def world(self, name: str, options_json: str):
+    def world(self, name: str, options_json: str) -> World:
         key = (name, options_json)
         if key not in self.worlds:
             options = json.loads(options_json) if options_json else {}

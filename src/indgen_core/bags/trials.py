@@ -133,6 +133,7 @@ def read(bags: Iterable[str | Path], keys=None) -> Recording:
             key_cache[campaign] = keys(campaign)
         return key_cache[campaign]
 
+    attempt: Attempt | None
     for record in records(bag_readers, set(TRIAL_TOPICS)):
         msg = _graph_message(record)
         if record.topic == topics.TASK_SETUP:

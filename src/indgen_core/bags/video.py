@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,6 +23,10 @@ from indgen_core.bags.reader import BagError
 from indgen_core.bags.trials import Attempt, Recording, deserialize, records
 from indgen_core.errors import require
 from indgen_core.records import Outcome
+
+if TYPE_CHECKING:
+    from av.container import OutputContainer
+    from av.video.stream import VideoStream
 
 IMAGE_TYPE = "sensor_msgs/msg/Image"
 BAR = 30  # px of caption under the frame (two lines)
@@ -105,7 +110,8 @@ def to_rgb(msg) -> np.ndarray:
 class _Video:
     def __init__(self, path: Path, attempt: Attempt, fps: float):
         self.path, self.attempt, self.fps = path, attempt, fps
-        self.container = self.stream = None
+        self.container: OutputContainer | None = None
+        self.stream: VideoStream | None = None
         self.frames = 0
         self.outcome = Outcome(attempt.result.outcome).name.lower()
         self._held: tuple[np.ndarray, int] | None = None
@@ -126,11 +132,13 @@ class _Video:
         if self.container is None:
             av = require("av", "all", "writing videos")
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.container = av.open(str(self.path), "w")
-            self.stream = self.container.add_stream("libx264", rate=round(self.fps))
-            self.stream.height, self.stream.width = frame.shape[:2]
-            self.stream.pix_fmt = "yuv420p"
-            self.stream.options = {"crf": "23", "preset": "veryfast"}
+            container: OutputContainer = av.open(str(self.path), "w")
+            self.container = container
+            stream = self.stream = container.add_stream("libx264", rate=round(self.fps))
+            stream.height, stream.width = frame.shape[:2]
+            stream.pix_fmt = "yuv420p"
+            stream.options = {"crf": "23", "preset": "veryfast"}
+        assert self.stream is not None, "the stream is added with the container"
         import av
 
         for packet in self.stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")):
@@ -142,6 +150,7 @@ class _Video:
             self._write(*self._held)
             self._held = None
         if self.container is not None:
+            assert self.stream is not None, "the stream is added with the container"
             for packet in self.stream.encode():
                 self.container.mux(packet)
             self.container.close()
@@ -191,8 +200,12 @@ def write_videos(
     topic = cameras[camera]
     videos = [_Video(out_dir / f"{_file_name(a.trial_id)}-{camera}.mp4", a, fps) for a in attempts]
 
+    def end_ns(attempt: Attempt) -> int:
+        assert attempt.end_ns is not None, f"attempt at {attempt.trial_id} has no result"
+        return attempt.end_ns
+
     def video_at(log_time: int) -> _Video | None:
-        return next((v for v in videos if v.attempt.start_ns <= log_time <= v.attempt.end_ns), None)
+        return next((v for v in videos if v.attempt.start_ns <= log_time <= end_ns(v.attempt)), None)
 
     ticks: dict[int, tuple[list[int], list[int]]] = {}  # video -> (stamps, steps), in stamp order
     for record in records(bag_readers, {topics.CONTROL_TICK}):

@@ -17,8 +17,14 @@ import threading
 import time
 from io import BytesIO
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from indgen_core.errors import IndGenError, require
+
+if TYPE_CHECKING:
+    from rosbags.interfaces import Connection
+    from rosbags.rosbag2 import Writer
+    from rosbags.rosbag2.storage_mcap import McapWriter
 
 
 class UnknownType(IndGenError):
@@ -79,9 +85,9 @@ class BagWriter:
         self.flush_s = flush_s
         self.store = typestore()
         self.paths: list[Path] = []
-        self.connections: dict[tuple[str, str], object] = {}
+        self.connections: dict[tuple[str, str], Connection] = {}
         self._offered: dict[tuple[str, str], list] = {}
-        self._writer = None
+        self._writer: Writer | None = None
         self._last_flush = time.monotonic()
         self.messages = 0
         # a node's close() runs on its main thread while its executor may still be delivering
@@ -104,11 +110,20 @@ class BagWriter:
             self._connect(topic, msgtype, qos)
         self.flush()  # the header on disk at once: a recorder killed now leaves an MCAP file
 
+    def _open_writer(self) -> Writer:
+        """The current bag's writer; only asked for while the bag is open."""
+        assert self._writer is not None, "the bag is closed"
+        return self._writer
+
+    def _storage(self) -> McapWriter:
+        """The current bag's MCAP storage (the writer is always opened with the MCAP plugin)."""
+        return cast("McapWriter", self._open_writer().storage)
+
     def knows(self, msgtype: str) -> bool:
         return msgtype in self.store.fielddefs
 
-    def _connect(self, topic: str, msgtype: str, qos: list):
-        conn = self._writer.add_connection(topic, msgtype, typestore=self.store, offered_qos_profiles=qos)
+    def _connect(self, topic: str, msgtype: str, qos: list) -> Connection:
+        conn = self._open_writer().add_connection(topic, msgtype, typestore=self.store, offered_qos_profiles=qos)
         self.connections[(topic, msgtype)] = conn
         return conn
 
@@ -137,16 +152,17 @@ class BagWriter:
 
     def _write(self, topic: str, msgtype: str, t_ns: int, data: bytes) -> None:
         conn = self.connections[(topic, msgtype)]
-        self._writer.write(conn, t_ns, data)
+        writer = self._open_writer()
+        writer.write(conn, t_ns, data)
         self.messages += 1
         if self.size() > self.split_bytes:
-            self._writer.close()
+            writer.close()
             self._open()
         elif time.monotonic() - self._last_flush > self.flush_s:
             self.flush()
 
     def size(self) -> int:
-        storage = self._writer.storage
+        storage = self._storage()
         return storage.bio.tell() + storage.chunk.bio.tell()
 
     def flush(self) -> None:
@@ -156,7 +172,7 @@ class BagWriter:
                 self._flush()
 
     def _flush(self) -> None:
-        storage = self._writer.storage
+        storage = self._storage()
         if storage.chunk.bio.tell():
             storage.close_chunk()
         storage.bio.flush()

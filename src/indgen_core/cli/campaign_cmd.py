@@ -364,7 +364,9 @@ def cmd_unblind(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         for letter, policy in blind.unblind(store, args.id, args.by).items():
             print(f"{letter} = {policy}")
-        print(blind.unblinding(store, store.campaign(args.id))["message"])
+        event = blind.unblinding(store, store.campaign(args.id))
+        assert event is not None, "unblind() records the unblinding event"
+        print(event["message"])
     return 0
 
 

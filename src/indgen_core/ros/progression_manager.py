@@ -330,7 +330,9 @@ class ProgressionManager(Node):
     def _commit(self, result: TrialResult) -> bool:
         """Hand the result to the scorer and wait until it is in the store."""
         before = self.store.attempt_count(self.record.id, result.trial_id)
-        msg = messages.sign(convert.result_to_msg(result, self._current, self.get_clock().now().to_msg()), self.key)
+        setup = self._current
+        assert setup is not None, "a result is committed for the trial _execute() started"
+        msg = messages.sign(convert.result_to_msg(result, setup, self.get_clock().now().to_msg()), self.key)
         deadline = time.monotonic() + self.p["commit_timeout_s"]
         last_publish = 0.0
         while time.monotonic() < deadline:

@@ -17,12 +17,15 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from indgen_core.episode import PolicyUnavailable
 from indgen_core.errors import IndGenError
 from indgen_core.policy import Policy
 from indgen_core.wire import codec
+
+if TYPE_CHECKING:
+    from websockets.sync.client import ClientConnection
 
 API_KEY_ENV = "INDGEN_POLICY_API_KEY"
 
@@ -54,9 +57,9 @@ class Exchange:
 
 def _server_ms(reply: dict[str, Any]) -> float:
     timing = reply.get("server_timing")
-    value = timing.get("infer_ms") if isinstance(timing, dict) else None
+    sent: Any = timing.get("infer_ms") if isinstance(timing, dict) else None
     try:
-        value = float(value)
+        value = float(sent)
     except (TypeError, ValueError):
         return -1.0
     return value if math.isfinite(value) and value >= 0 else -1.0
@@ -78,7 +81,7 @@ class RemotePolicy(Policy):
         self.request_timeout = request_timeout
         self.backoff = backoff
         self.limits = limits
-        self._ws = None
+        self._ws: ClientConnection | None = None
         self.metadata: dict[str, Any] = {}
         self.connects = 0
         self.last_exchange: Exchange | None = None
@@ -95,7 +98,7 @@ class RemotePolicy(Policy):
         ws = self._ws
         return ws is not None and ws.protocol.state is State.OPEN
 
-    def _open(self, timeout: float):
+    def _open(self, timeout: float) -> tuple[ClientConnection, dict[str, Any]]:
         from websockets.sync.client import connect
 
         headers = {"Authorization": f"Api-Key {self.api_key}"} if self.api_key else None
@@ -137,6 +140,11 @@ class RemotePolicy(Policy):
                 time.sleep(delay)
                 delay = min(delay * 2, self.backoff[1])
 
+    def _connection(self) -> ClientConnection:
+        """The open connection; only asked for after connect(), which connects or raises."""
+        assert self._ws is not None, "not connected"
+        return self._ws
+
     def close(self) -> None:
         if self._ws is not None:
             with contextlib.suppress(Exception):
@@ -159,8 +167,8 @@ class RemotePolicy(Policy):
         timeout = self.request_timeout if timeout is None else timeout
         start = time.monotonic()
         try:
-            self._ws.send(data)
-            frame = self._ws.recv(timeout=timeout)
+            self._connection().send(data)
+            frame = self._connection().recv(timeout=timeout)
         except TimeoutError:
             self.close()
             raise PolicyUnavailable(f"the policy server at {self.uri} did not answer within {timeout:g} s") from None

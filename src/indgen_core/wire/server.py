@@ -134,6 +134,7 @@ class PolicyServer:
                 start = time.monotonic()
                 obs = await self._in_pool(codec.decode_dict, frame, self.limits, "request")
                 infer_start = time.monotonic()
+                reply: dict[str, Any]
                 if obs.get(WARMUP_KEY) is not None:  # the policy node's warm-up: a local policy needs none
                     reply = {"warmup": True}
                 else:

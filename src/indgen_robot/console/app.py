@@ -59,7 +59,7 @@ def run(model: m.ConsoleModel, link) -> int:
         with lock:
             return screen.render(model)
 
-    app = Application(
+    app: Application[int] = Application(
         layout=Layout(Window(FormattedTextControl(text), wrap_lines=False)),
         key_bindings=bindings,
         full_screen=True,

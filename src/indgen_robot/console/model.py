@@ -171,6 +171,13 @@ class ConsoleModel:
             return RUNNING
         return WAITING
 
+    @property
+    def open_prompt(self) -> Prompt:
+        """The prompt the keys of this state answer (setup, label, relabel and paused have one)."""
+        if self.prompt is None:
+            raise RuntimeError(f"no open prompt while {_doing(self.state)}")
+        return self.prompt
+
     def episode_seconds(self) -> float:
         if not self.episode_started:
             return 0.0
@@ -226,7 +233,7 @@ class ConsoleModel:
         return None
 
     def _setup(self, key: str) -> list | None:
-        prompt = self.prompt
+        prompt = self.open_prompt
         if key == "enter":
             self.message = "scene ready"
             return [Answer(prompt.prompt_id, op.DONE)]
@@ -248,7 +255,7 @@ class ConsoleModel:
         return self._waiting(key)
 
     def _label_answer(self, response: int) -> list:
-        prompt, score, note = self.prompt, self._score(), self.note
+        prompt, score, note = self.open_prompt, self._score(), self.note
         if score >= 0 and response == op.INVALID:
             return self._refuse("i", "an invalid setup takes no partial score (Backspace the number first)")
         self.number, self.note = "", ""
@@ -270,15 +277,15 @@ class ConsoleModel:
             self.message = "type the note; Enter keeps it, Esc drops it"
             return []
         if key == "r":
-            self.message = f"redo: {self.prompt.trial_id} runs again (this attempt is kept as superseded)"
-            return [Answer(self.prompt.prompt_id, op.REDO, -1.0, self.note)]
+            self.message = f"redo: {self.open_prompt.trial_id} runs again (this attempt is kept as superseded)"
+            return [Answer(self.open_prompt.prompt_id, op.REDO, -1.0, self.note)]
         if key == "u":
-            if not self.prompt.previous_trial_id:
+            if not self.open_prompt.previous_trial_id:
                 return self._refuse(key, "there is no previous labelled trial to relabel")
             self.mode, self.number, self.message = (
                 "relabel",
                 "",
-                (f"relabel {self.prompt.previous_trial_id}: y, n or i (Esc cancels)"),
+                (f"relabel {self.open_prompt.previous_trial_id}: y, n or i (Esc cancels)"),
             )
             return []
         return self._waiting(key)
@@ -297,7 +304,7 @@ class ConsoleModel:
             label = {"y": op.SUCCESS, "n": op.FAILURE, "i": op.INVALID}[key]
             if self._score() >= 0 and label == op.INVALID:
                 return self._refuse(key, "an invalid setup takes no partial score")
-            request = Relabel(self.prompt.previous_trial_id, label, self._score(), self.note)
+            request = Relabel(self.open_prompt.previous_trial_id, label, self._score(), self.note)
             self.mode, self.number, self.note = "", "", ""
             self.message = f"relabelled {request.trial_id} as {op.RESPONSE_NAMES[label]}"
             return [request]
@@ -325,10 +332,10 @@ class ConsoleModel:
     def _paused(self, key: str) -> list | None:
         if key == "enter":
             self.message = "resuming"
-            return [Answer(self.prompt.prompt_id, op.RESUME)]
+            return [Answer(self.open_prompt.prompt_id, op.RESUME)]
         if key == "q":
             self.message = "stopping the campaign (resume it later with its campaign id)"
-            return [Answer(self.prompt.prompt_id, op.ABORT)]
+            return [Answer(self.open_prompt.prompt_id, op.ABORT)]
         return None
 
     def _estop(self, key: str) -> list | None:

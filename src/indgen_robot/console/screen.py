@@ -48,8 +48,10 @@ def _table(model: m.ConsoleModel) -> list[str]:
 
 
 def prompt_box(model: m.ConsoleModel) -> list[str]:
-    state, p = model.state, model.prompt
+    state = model.state
     keys = [(k, what) for k, what in m.HELP[state]]
+    if state in (m.SETUP, m.LABEL, m.RELABEL, m.PAUSED):
+        p = model.open_prompt
     if state == m.SETUP:
         lines = [p.text]
         if p.detail:

@@ -469,27 +469,28 @@ class Fr3Runner(Node):
     def _result(self, setup, end: EpisodeEnd) -> TrialResult:
         stop = end.stop
         details = {"judged": False, "end": stop.reason, "stop_kind": stop.kind.value, "timing": end.timing}
-        common = {"steps": end.steps, "duration_s": end.duration_s, "wall_time_s": end.duration_s}
-        if stop.kind is StopKind.SYSTEM:
-            return TrialResult(
-                setup.trial_id, Outcome.ABORTED, stop.reason, details={**details, **stop.details}, **common
-            )
-        if stop.kind in (StopKind.POLICY, StopKind.UNEXPLAINED):
-            details["robot_stop"] = stop.details
+
+        def result(outcome: Outcome, reason: str, details: dict) -> TrialResult:
             return TrialResult(
                 setup.trial_id,
+                outcome,
+                reason,
+                steps=end.steps,
+                duration_s=end.duration_s,
+                wall_time_s=end.duration_s,
+                details=details,
+            )
+
+        if stop.kind is StopKind.SYSTEM:
+            return result(Outcome.ABORTED, stop.reason, {**details, **stop.details})
+        if stop.kind in (StopKind.POLICY, StopKind.UNEXPLAINED):
+            details["robot_stop"] = stop.details
+            return result(
                 Outcome.FAILURE,
                 f"episode ended: {stop.reason}; to be labelled by the operator (failure unless they saw otherwise)",
-                details=details,
-                **common,
+                details,
             )
-        return TrialResult(
-            setup.trial_id,
-            Outcome.FAILURE,
-            f"episode ended: {stop.reason}; to be labelled by the operator",
-            details=details,
-            **common,
-        )
+        return result(Outcome.FAILURE, f"episode ended: {stop.reason}; to be labelled by the operator", details)
 
 
 def main() -> int:

@@ -9,6 +9,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
@@ -62,7 +63,8 @@ class RequestedImages(collections.abc.Mapping):
     the first read asks the world for every camera this node uses, once, and waits for them."""
 
     def __init__(self, io: StampedTickIO, tick):
-        self._io, self._tick, self._decoded = io, tick, {}
+        self._io, self._tick = io, tick
+        self._decoded: dict[str, np.ndarray] = {}
 
     def __getitem__(self, name: str):
         if name not in self._io.cameras:
@@ -89,7 +91,8 @@ class LazyImages(collections.abc.Mapping):
     inside an open-loop chunk no request is built."""
 
     def __init__(self, messages: dict):
-        self._messages, self._decoded = messages, {}
+        self._messages = messages
+        self._decoded: dict[str, np.ndarray] = {}
 
     def __getitem__(self, name: str):
         if name not in self._decoded:
@@ -189,7 +192,7 @@ class StampedTickIO:
         image_qos = IMAGE_QOS[self.robot.cameras_qos] if self.robot else LOCKSTEP
         self.clocks: dict[str, ClockCheck] = {}
         self.pending: collections.OrderedDict[tuple[int, int], dict] = collections.OrderedDict()
-        self.latest: dict[str, object] = {}
+        self.latest: dict[str, Any] = {}  # the newest message of each part, by key
         self.needed: set[str] = set()
         # frames of ticks whose images come on request, by stamp, and who waits for them
         self.frames: collections.OrderedDict[tuple[int, int], dict] = collections.OrderedDict()
@@ -262,7 +265,7 @@ class StampedTickIO:
         request.header.stamp = tick.header.stamp
         deadline = time.monotonic() + self.image_wait_s
         with self._frames_cond:
-            if not set(self.cameras) <= self.frames.get(stamp, {}).keys():
+            if not set(self.cameras) <= self.frames.get(stamp, {}).keys() and self.request_pub is not None:
                 self.request_pub.publish(request)
             while not set(self.cameras) <= self.frames.get(stamp, {}).keys():
                 left = deadline - time.monotonic()

@@ -108,10 +108,19 @@ def generate(levels, per_level: int, grid: int = GRID, seed_base: int = DEMO_SEE
     def pad(a: np.ndarray) -> np.ndarray:
         return np.concatenate([a, np.zeros((a.shape[0], t_all - a.shape[1], *a.shape[2:]), a.dtype)], 1)
 
+    def joined(i: int) -> np.ndarray:
+        return np.concatenate([c[i] for c in chunks])
+
+    def joined_padded(i: int) -> np.ndarray:
+        return np.concatenate([pad(c[i]) for c in chunks])
+
     return Demos(
-        *(np.concatenate([pad(c[i]) for c in chunks]) for i in range(3)),
-        *(np.concatenate([c[i] for c in chunks]) for i in range(3, 5)),
-        np.concatenate([c[5] for c in chunks]).astype(np.uint64),
+        grids=joined_padded(0),
+        actions=joined_padded(1),
+        target=joined_padded(2),
+        lengths=joined(3),
+        levels=joined(4),
+        seeds=joined(5).astype(np.uint64),
     )
 
 

@@ -50,6 +50,7 @@ def run_model(
     elif model == RANDOM_LEGAL:
         act = lambda grids, step: random_legal_actions(grids, seeds, step)  # noqa: E731
     else:
+        assert not isinstance(model, str), f"unknown model {model!r}"
         support = support_for(model, level)
         actor = Actor(model.adapt(support) if support is not None else model, env.levels, seeds, greedy)
         act = actor.act

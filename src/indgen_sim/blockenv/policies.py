@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +32,7 @@ def _grid(obs) -> np.ndarray:
 
 
 class BlockEnvOraclePolicy(Policy):
-    metadata: ClassVar[dict] = {"policy": "blockenv_oracle", "spec": "blockenv"}
+    metadata: Mapping[str, Any] = {"policy": "blockenv_oracle", "spec": "blockenv"}
 
     def infer(self, obs):
         seed = np.uint64(obs["episode/seed"])
@@ -39,7 +40,7 @@ class BlockEnvOraclePolicy(Policy):
 
 
 class BlockEnvRandomLegalPolicy(Policy):
-    metadata: ClassVar[dict] = {"policy": "blockenv_random_legal", "spec": "blockenv"}
+    metadata: Mapping[str, Any] = {"policy": "blockenv_random_legal", "spec": "blockenv"}
 
     def infer(self, obs):
         seed = np.uint64(obs["episode/seed"])

@@ -27,7 +27,7 @@ from indgen_sim.blockenv.policies import checkpoint_dir
 from indgen_sim.blockenv.train import TrainConfig, load_checkpoint, save_checkpoint, train
 from indgen_sim.blockenv.world import BlockEnvWorld, evaluation, level_of
 
-PAPER_TABLE1 = {  # success % at L0..L3 and "breaks at", from the paper
+PAPER_TABLE1: dict[str, tuple[list[float], int | None]] = {  # success % at L0..L3 and "breaks at", from the paper
     "maml": ([100, 100, 100, 0.0], 3),
     "rnn": ([96.0, 90.0, 94.0, 0.0], 3),
     "transformer": ([97.0, 79.0, 93.0, 4.0], 3),

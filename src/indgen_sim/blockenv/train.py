@@ -7,13 +7,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
 
 from indgen_sim.blockenv.demos import Demos
-from indgen_sim.blockenv.models import MODELS, BlockEnvModel
+from indgen_sim.blockenv.models import MODELS, BlockEnvModel, MAMLPolicy
 
 
 @dataclass
@@ -129,14 +129,14 @@ def train(
     train_data, val_data = as_data(train_d), as_data(val_d)
     opt = torch.optim.AdamW(model.param_groups(config.lr), lr=config.lr, weight_decay=config.weight_decay)
     start = time.monotonic()
-    best = (-1.0, None, -1)
+    best: tuple[float, dict[str, torch.Tensor] | None, int] = (-1.0, None, -1)  # (accuracy, weights, epoch)
     history = []
     for epoch in range(config.epochs):
         model.train()
         losses = []
         batches = (_task_batches if model.data == "tasks" else _batches)(train_data, config.batch_size, rng)
         for batch in batches:
-            loss, _ = model.meta_loss(batch) if model.data == "tasks" else model.loss(batch)
+            loss, _ = cast(MAMLPolicy, model).meta_loss(batch) if model.data == "tasks" else model.loss(batch)
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
@@ -162,6 +162,7 @@ def train(
         if time.monotonic() - start > config.max_seconds:
             log(f"  {name}: time budget of {config.max_seconds:.0f} s reached")
             break
+    assert best[1] is not None, "no epoch ran (config.epochs < 1)"
     model.load_state_dict(best[1])
     info = {
         "best_epoch": best[2],

@@ -12,7 +12,8 @@ per step) for the controller, and the gripper (-1 open, +1 close). Its successes
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -41,7 +42,7 @@ def _wrap_half_turn(a: float) -> float:
 
 
 class LiberoOracle(Policy):
-    metadata: ClassVar[dict[str, Any]] = {"policy": "libero_oracle", "spec": "libero", "privileged": True}
+    metadata: Mapping[str, Any] = {"policy": "libero_oracle", "spec": "libero", "privileged": True}
 
     def __init__(self):
         self.reset()

@@ -8,10 +8,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 
-def _scaled(text: str | None, s: float, default: str | None = None) -> str | None:
-    text = text if text is not None else default
-    if text is None:
-        return None
+def _scaled(text: str, s: float) -> str:
     return " ".join(f"{float(v) * s:.6g}" for v in text.split())
 
 
@@ -23,17 +20,19 @@ def scaled_xml(xml: str, body: str, s: float) -> str:
         raise ValueError(f"no body '{body}' in the scene")
     meshes = set()
     for el in top.iter():
-        if el is not top and el.tag in ("body", "geom", "site") and el.get("pos") is not None:
-            el.set("pos", _scaled(el.get("pos"), s))
+        pos = el.get("pos")
+        if el is not top and el.tag in ("body", "geom", "site") and pos is not None:
+            el.set("pos", _scaled(pos, s))
+        size = el.get("size")
         if el.tag == "geom":
             if el.get("type") == "mesh" or el.get("mesh"):
                 meshes.add(el.get("mesh"))
-            elif el.get("size") is not None:
-                el.set("size", _scaled(el.get("size"), s))
-        elif el.tag == "site" and el.get("size") is not None:
-            el.set("size", _scaled(el.get("size"), s))
+            elif size is not None:
+                el.set("size", _scaled(size, s))
+        elif el.tag == "site" and size is not None:
+            el.set("size", _scaled(size, s))
     asset = root.find("asset")
     for mesh in asset.iter("mesh") if asset is not None else ():
         if mesh.get("name") in meshes:
-            mesh.set("scale", _scaled(mesh.get("scale"), s, "1 1 1"))
+            mesh.set("scale", _scaled(mesh.get("scale", "1 1 1"), s))
     return ET.tostring(root, encoding="unicode")

@@ -18,6 +18,7 @@ stops). The outcome follows the strict check; both go into the result's details.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -47,7 +48,7 @@ class LiberoWorld(World):
         if unknown:
             raise InvalidSetup(f"LIBERO cameras are {list(CAMERAS)}, not {unknown}")
         self.image_size = int(image_size)
-        self.env = None
+        self.env: Any = None  # LIBERO's OffScreenRenderEnv (robosuite, untyped), built by _make()
         self.task: tuple[int, int] | None = None
         self.stock_layouts: dict[int, dict[str, tuple[int, int, int, int]]] = {}
 
@@ -199,7 +200,7 @@ class LiberoWorld(World):
             depth = physics.max_penetration(self.m, self.d, moved)
             if depth > resting + PENETRATION_TOLERANCE:
                 raise InvalidSetup(f"the moved object interpenetrates a neighbour by {depth * 1000:.1f} mm")
-        obs = None
+        obs: dict | None = None
         for _ in range(SETTLE):
             obs, *_ = env.step(NOOP)
         if not physics.at_rest(self.m, self.d, list(self.bodies.values()), linear=0.02, angular=0.5):
@@ -217,6 +218,7 @@ class LiberoWorld(World):
                     f"{n} was knocked {np.linalg.norm(self.d.xpos[b] - expected) * 100:.0f} cm away while settling"
                 )
         self.steps = 0
+        assert obs is not None, "SETTLE > 0: the settling steps ran"
         return self.observe(obs)
 
     def step(self, action) -> StepResult:
@@ -256,6 +258,7 @@ class LiberoWorld(World):
         return True, "object resting in the basket"
 
     def evaluate(self) -> Evaluation:
+        assert self.task is not None, "evaluate() after reset()"
         libero_ok = self._libero_success()
         details = {"task": self.task[0], "libero_success": libero_ok}
         ok, reason = self.strict_check()

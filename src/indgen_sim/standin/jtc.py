@@ -81,11 +81,12 @@ class JointTrajectoryControllerModel:
         self.counters = JtcCounters()
         self._pending: tuple[Trajectory | None, list[Point], float] | None = None
         self._trajectory: Trajectory | None = None
-        self._last_commanded = (None, None)  # (q, dq) of the last command written
+        #: (q, dq) of the last command written
+        self._last_commanded: tuple[np.ndarray, np.ndarray] | tuple[None, None] = (None, None)
         self._tau = np.zeros(len(params.joints))
         #: position error (desired - measured) of the last update: what the PD acts on
         self.error = np.zeros(len(params.joints))
-        self.desired = None
+        self.desired: np.ndarray | None = None
 
     # -- lifecycle (controller_manager's switch) --------------------------------------------------
     def activate(self, q: np.ndarray, now: float) -> None:
@@ -174,6 +175,7 @@ class JointTrajectoryControllerModel:
             self.holding = False
             first_sample = True
         traj = self._trajectory
+        assert traj is not None, "an active controller holds a trajectory (activate() sets one)"
         q_des, dq_des, _ = traj.sample(now)
         q_next, dq_next, _ = traj.sample(now + self.dt)
         self.desired = q_des

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -277,7 +278,7 @@ def outdated(path: Path) -> bool:
 
 
 class TwinBCPolicy(Policy):
-    metadata: ClassVar[dict[str, Any]] = {
+    metadata: Mapping[str, Any] = {
         "policy": "droid_twin_bc",
         "spec": "droid",
         "privileged": True,
@@ -369,7 +370,7 @@ def dagger(
     from indgen_sim.twin import assets
 
     x, y, stats = collect(demo_episodes, log=log, builtin=builtin)
-    info = {"rounds": [stats], "robot_model": assets.robot_source(prefer_builtin=builtin).kind}
+    info: dict[str, Any] = {"rounds": [stats], "robot_model": assets.robot_source(prefer_builtin=builtin).kind}
     ckpt = train(x, y, epochs=epochs, log=log)
     data = {"x": x, "y": y}
 

@@ -102,25 +102,28 @@ class ArmPhysics:
     def step(self, tau: np.ndarray) -> None:
         """One physics step with arm torques `tau` (Nm, on top of gravity compensation)."""
         w = self.world
+        m, d = w._sim()
         tau = np.clip(tau, -TORQUE_LIMITS, TORQUE_LIMITS)  # finite: the controller models compute it
         self.tau = tau
-        w.d.ctrl[w.arm_act] = tau
-        w.d.ctrl[w.grip_act] = 255.0 * self.gripper_target / KNUCKLE_CLOSED
-        before = w.d.qvel[w.arm_dof].copy()
-        mujoco.mj_step(w.m, w.d)
-        self.ddq = (w.d.qvel[w.arm_dof] - before) / self.dt
+        d.ctrl[w.arm_act] = tau
+        d.ctrl[w.grip_act] = 255.0 * self.gripper_target / KNUCKLE_CLOSED
+        before = d.qvel[w.arm_dof].copy()
+        mujoco.mj_step(m, d)
+        self.ddq = (d.qvel[w.arm_dof] - before) / self.dt
         self.steps += 1
 
     def state(self) -> tuple[np.ndarray, np.ndarray]:
         """(arm positions, arm velocities)."""
         w = self.world
-        return w.d.qpos[w.arm_qpos].copy(), w.d.qvel[w.arm_dof].copy()
+        _, d = w._sim()
+        return d.qpos[w.arm_qpos].copy(), d.qvel[w.arm_dof].copy()
 
     def external_torque(self) -> np.ndarray:
         """Nm on each arm joint from contacts, joint limits and friction (what franka's
         tau_ext_hat estimates)."""
         w = self.world
-        return w.d.qfrc_constraint[w.arm_dof].copy()
+        _, d = w._sim()
+        return d.qfrc_constraint[w.arm_dof].copy()
 
     def knuckle(self) -> float:
         """The Robotiq knuckle joint's position in rad."""

@@ -15,7 +15,8 @@ certificates.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -74,7 +75,7 @@ class TwinKinematics:
 
 
 class TwinOracle(Policy):
-    metadata: ClassVar[dict[str, Any]] = {"policy": "droid_twin_oracle", "spec": "droid", "privileged": True}
+    metadata: Mapping[str, Any] = {"policy": "droid_twin_oracle", "spec": "droid", "privileged": True}
 
     def __init__(self, builtin: bool = False):
         self.kin = TwinKinematics(builtin)

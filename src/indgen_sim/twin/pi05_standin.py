@@ -11,7 +11,8 @@ does not solve the task; it moves safely.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -51,7 +52,7 @@ def check_droid_request(obs: dict[str, Any]) -> None:
 
 
 class Pi05StandIn(Policy):
-    metadata: ClassVar[dict] = {
+    metadata: Mapping[str, Any] = {
         "policy": "droid_pi05_standin",
         "spec": "droid",
         "stands_in_for": "pi05_droid",

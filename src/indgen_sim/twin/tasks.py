@@ -109,7 +109,7 @@ def check(
             else "gripper still holding the orange block"
         )
         progress = 1.0 if placed else 0.6 if on_top else 0.3 if lifted or touching else 0.0
-        return Check(placed, detail, progress)
+        return Check(bool(placed), detail, progress)
     up = d.xmat[pick].reshape(3, 3)[2, 2] > 0.9
     bowl_up = d.xmat[place].reshape(3, 3)[2, 2] > 0.95
     inner = BOWL_R * bowl_scale - CUP_R * 0.6
@@ -127,4 +127,4 @@ def check(
         else "gripper still holding the cup"
     )
     progress = 1.0 if placed else 0.6 if inside else 0.3 if lifted or touching else 0.0
-    return Check(placed, detail, progress)
+    return Check(bool(placed), detail, progress)

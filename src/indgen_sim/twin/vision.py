@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -73,7 +74,7 @@ def shrink(image: np.ndarray, camera: str) -> np.ndarray:
 
     rows, cols = CROPS[camera]
     crop = np.ascontiguousarray(np.asarray(image, dtype=np.uint8)[rows, cols])
-    return np.asarray(Image.fromarray(crop).resize((IMAGE, IMAGE), Image.BOX))
+    return np.asarray(Image.fromarray(crop).resize((IMAGE, IMAGE), Image.Resampling.BOX))
 
 
 PROPRIO = 1 + len(tasks.TASKS) + 3 + 9
@@ -150,7 +151,9 @@ def _network(keypoints: int = KEYPOINTS, hidden: int = 256):
             nn.Conv2d(16, keypoints, 3, 1, 1),
         )
 
-    class Perception(nn.Module):
+    module_base: Any = nn.Module  # torch is imported at run time: its classes are untyped here
+
+    class Perception(module_base):
         """Two images and the proprioception -> TARGETS (normalised)."""
 
         def __init__(self):
@@ -253,7 +256,7 @@ def train_perception(
 
 
 class TwinVisionPolicy(Policy):
-    metadata: ClassVar[dict[str, Any]] = {
+    metadata: Mapping[str, Any] = {
         "policy": "droid_twin_vision",
         "spec": "droid",
         "privileged": False,
@@ -380,12 +383,13 @@ def collect(
             control_x.append(bc.features(state_request, builtin))
             control_y.append(np.concatenate([twist / bc.TWIST_SCALE, [grip]]))
             asks = policy is not None and not queue
-            sees = asks and policy.metadata.get("privileged") is False  # a camera policy: images, nothing privileged
+            # a camera policy: images, nothing privileged
+            sees = asks and policy is not None and policy.metadata.get("privileged") is False
             request = state_request
             if sees or step % image_every == 0:
                 request = spec.request(obs, setup, step)
                 add_frame(frames, request, kin)
-            if asks:
+            if asks and policy is not None:
                 queue = spec.actions(
                     policy.infer({k: v for k, v in request.items() if not (sees and k.startswith("privileged/"))})
                 )

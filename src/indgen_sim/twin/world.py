@@ -40,7 +40,8 @@ class Frames(collections.abc.Mapping):
     error, never an image of another tick."""
 
     def __init__(self, world: DroidTwinWorld, names: list[str]):
-        self._world, self._names, self._epoch, self._done = world, list(names), world.epoch, {}
+        self._world, self._names, self._epoch = world, list(names), world.epoch
+        self._done: dict[str, np.ndarray] = {}
 
     def __getitem__(self, camera: str) -> np.ndarray:
         if camera not in self._done:
@@ -104,6 +105,11 @@ class DroidTwinWorld(World):
         self.object_names = [n for n in ("orange_block", "blue_block", "spacer", "cup", "bowl") if _has_body(m, n)]
         self.object_bodies = [m.body(n).id for n in self.object_names]
 
+    def _sim(self) -> tuple[mujoco.MjModel, mujoco.MjData]:
+        """The scene's model and data: reset() or restore() (or the stand-in's build_scene()) sets them."""
+        assert self.m is not None and self.d is not None, "no scene yet: reset() or restore() first"
+        return self.m, self.d
+
     # -- episode ----------------------------------------------------------------------------------
     def max_steps(self, setup: TaskSetup) -> int:
         return setup.max_steps or 300  # 20 s at 15 Hz
@@ -126,7 +132,7 @@ class DroidTwinWorld(World):
 
     def reset(self, setup: TaskSetup):
         self._build(setup)
-        m, d = self.m, self.d
+        m, d = self._sim()
         d.qpos[self.arm_qpos] = scene.RESET_Q
         for name, (pos, quat) in tasks.layout_objects(
             self.task, np.random.default_rng(setup.seed), self.layout.blue_raise
@@ -147,10 +153,11 @@ class DroidTwinWorld(World):
 
     def place(self, name: str, pos, quat=(1.0, 0.0, 0.0, 0.0)) -> None:
         """Put a free object at a pose (reset, and tests that hand-place a configuration)."""
-        adr = self.m.joint(f"{name}_joint").qposadr[0]
-        self.d.qpos[adr : adr + 3], self.d.qpos[adr + 3 : adr + 7] = pos, quat
-        self.d.qvel[self.m.joint(f"{name}_joint").dofadr[0] :][:6] = 0.0
-        mujoco.mj_forward(self.m, self.d)
+        m, d = self._sim()
+        adr = m.joint(f"{name}_joint").qposadr[0]
+        d.qpos[adr : adr + 3], d.qpos[adr + 3 : adr + 7] = pos, quat
+        d.qvel[m.joint(f"{name}_joint").dofadr[0] :][:6] = 0.0
+        mujoco.mj_forward(m, d)
         self.epoch += 1
 
     def pose_arm(self, q) -> None:
@@ -160,9 +167,10 @@ class DroidTwinWorld(World):
         q = np.asarray(q, dtype=float)
         if q.shape != (7,) or not np.all(np.isfinite(q)):
             raise ValueError(f"pose_arm needs 7 finite joint positions, got {q!r}")
-        self.d.qpos[self.arm_qpos] = q
-        self.d.qvel[self.arm_dof] = 0.0
-        mujoco.mj_forward(self.m, self.d)
+        m, d = self._sim()
+        d.qpos[self.arm_qpos] = q
+        d.qvel[self.arm_dof] = 0.0
+        mujoco.mj_forward(m, d)
         self.epoch += 1
 
     def check_penetration(self, tolerance: float = PENETRATION_TOLERANCE) -> None:
@@ -174,7 +182,7 @@ class DroidTwinWorld(World):
     def _advance(self) -> None:
         """One control tick: the joints move by command * dt from where they were measured, a
         feed-forward velocity plus position feedback towards the tick's moving target."""
-        m, d = self.m, self.d
+        m, d = self._sim()
         self.epoch += 1
         d.ctrl[self.grip_act] = 255.0 * self.gripper_cmd
         q0 = d.qpos[self.arm_qpos].copy()
@@ -229,7 +237,8 @@ class DroidTwinWorld(World):
             return Evaluation(Outcome.FAILURE, first.detail, max(first.progress, 0.3 if self.lifted else 0.0), details)
         # settle-then-check: the arm holds still, the gripper as the policy left it
         self.command = np.zeros(7)
-        bodies = [self.m.body(tasks.OBJECTS[self.task].pick).id, self.m.body(tasks.OBJECTS[self.task].place).id]
+        m, _ = self._sim()
+        bodies = [m.body(tasks.OBJECTS[self.task].pick).id, m.body(tasks.OBJECTS[self.task].place).id]
         stable = physics.settle_then_check(
             self._advance,
             lambda: self._check().placed and physics.at_rest(self.m, self.d, bodies, linear=0.02, angular=0.3),
@@ -275,21 +284,25 @@ class DroidTwinWorld(World):
 
     # -- observation ------------------------------------------------------------------------------
     def gripper_position(self) -> float:
-        return float(np.clip(self.d.qpos[self.grip_joint] / self.grip_full, 0.0, 1.0))
+        _, d = self._sim()
+        return float(np.clip(d.qpos[self.grip_joint] / self.grip_full, 0.0, 1.0))
 
     def joint_positions(self) -> np.ndarray:
-        return self.d.qpos[self.arm_qpos].copy()
+        _, d = self._sim()
+        return d.qpos[self.arm_qpos].copy()
 
     def object_poses(self) -> dict[str, np.ndarray]:
+        _, d = self._sim()
         return {
-            n: np.concatenate([self.d.xpos[b], self.d.xquat[b]])
+            n: np.concatenate([d.xpos[b], d.xquat[b]])
             for n, b in zip(self.object_names, self.object_bodies, strict=True)
         }
 
     def observe(self) -> dict:
+        _, d = self._sim()
         obs = {
             "joint_position": self.joint_positions(),
-            "joint_velocity": self.d.qvel[self.arm_dof].copy(),
+            "joint_velocity": d.qvel[self.arm_dof].copy(),
             "gripper_position": self.gripper_position(),
             "objects": self.object_poses(),
             "task": self.task,

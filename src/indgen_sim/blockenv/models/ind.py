@@ -54,8 +54,9 @@ class IndPolicy(TransformerRoPEPolicy):
     legality_weight = 1.0
     #: "local": shared 3 x 3 head on the current grid; "linear": read-out of the transformer state
     legality = "local"
+    heads: nn.ModuleDict  # "pick" and "legal", from make_heads
 
-    def make_heads(self, d: int) -> nn.Module:
+    def make_heads(self, d: int) -> nn.ModuleDict:
         heads = nn.ModuleDict({"pick": nn.Linear(d, JOINT)})
         heads["legal"] = LocalLegality() if self.legality == "local" else nn.Linear(d, JOINT)
         return heads

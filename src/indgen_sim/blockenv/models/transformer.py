@@ -47,6 +47,7 @@ class TransformerPolicy(BlockEnvModel):
         b, t = grids.shape[:2]
         x = obs_vector(grids, levels[:, None].expand(b, t))
         if self.goal_action:
+            assert prev is not None, "the goal/action model reads the previous actions"
             prev_norm = prev.float() / torch.tensor([GRID - 1, GRID - 1, 1.0])
             x = torch.cat([x, prev_norm], dim=-1)
         h = self.enc(x)
