@@ -24,7 +24,9 @@ import numpy as np
 
 import indgen_sim  # noqa: F401  (before mujoco: it chooses MuJoCo's headless GL backend)
 from indgen_core.specs.droid import EXTERIOR, WRIST, DroidSpec
-from indgen_sim.twin import bc, vision
+from indgen_sim.twin import bc
+from indgen_sim.twin.vision import TwinVisionPolicy
+from indgen_sim.twin.vision.features import targets
 from indgen_sim.twin.world import DroidTwinWorld
 
 SEED_BASE = 5_500_000  # apart from every training seed (7M-9.5M)
@@ -33,11 +35,11 @@ SEED_BASE = 5_500_000  # apart from every training seed (7M-9.5M)
 class TruePositions:
     """The vision policy's chunks with the simulator's object positions in place of perception."""
 
-    def __init__(self, policy: vision.TwinVisionPolicy):
+    def __init__(self, policy: TwinVisionPolicy):
         self.policy = policy
 
     def infer(self, request: dict) -> dict:
-        truth = vision.targets(request)
+        truth = targets(request)
         clean = {k: v for k, v in request.items() if not k.startswith("privileged/")}
         original = self.policy.perceive
         self.policy.perceive = lambda obs: (*original(obs)[:3], truth)
@@ -58,7 +60,7 @@ def run(policy, driver, world: DroidTwinWorld, task: str, episodes: int, probe: 
                 request = spec.request(obs, setup, step)
                 if probe:
                     clean = {k: v for k, v in request.items() if not k.startswith("privileged/")}
-                    error = policy.perceive(clean)[3] - vision.targets(request)
+                    error = policy.perceive(clean)[3] - targets(request)
                     every.append(error)
                     if step == 0:
                         first.append(error)
@@ -88,7 +90,7 @@ def main() -> int:
     ap.add_argument("--task", choices=("stack", "scale"), default="stack")
     ap.add_argument("--episodes", type=int, default=30)
     args = ap.parse_args()
-    policy = vision.TwinVisionPolicy(args.checkpoint)
+    policy = TwinVisionPolicy(args.checkpoint)
     world = DroidTwinWorld(cameras=[EXTERIOR, WRIST], builtin=policy.robot_model == "builtin")
     t0 = time.monotonic()
     solved, n, endings, first, every = run(policy, policy, world, args.task, args.episodes, probe=True)

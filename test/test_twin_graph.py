@@ -77,12 +77,14 @@ def test_the_camera_policy_sees_only_pi05s_request_through_the_graph_and_matches
     import json
 
     from indgen_core.inprocess import InProcessExecutor
-    from indgen_sim.twin import vision
+    from indgen_sim.twin.vision import TwinVisionPolicy
+    from indgen_sim.twin.vision.policy import CHUNK
+    from indgen_sim.twin.vision.training import train_and_save
 
     monkeypatch.setenv("INDGEN_ARTIFACTS", str(tmp_path / "artifacts"))
-    ckpt = vision.train_and_save(tmp_path / "v.pt", log=lambda s: None, demo_episodes=2, rounds=0,
-                                 perception_epochs=1, control_epochs=2, control_demos=2, state_rounds=0,
-                                 view_layouts=3, builtin=True)
+    ckpt = train_and_save(tmp_path / "v.pt", log=lambda s: None, demo_episodes=2, rounds=0,
+                          perception_epochs=1, control_epochs=2, control_demos=2, state_rounds=0,
+                          view_layouts=3, builtin=True)
     path = tmp_path / "v.yaml"
     path.write_text(yaml.safe_dump({"name": "v", "axis": "stack", "world": "droid_twin",
                                     "policies": ["droid_twin_vision"], "levels": [0, 1], "trials_per_level": 1,
@@ -92,7 +94,7 @@ def test_the_camera_policy_sees_only_pi05s_request_through_the_graph_and_matches
               f"checkpoint:={ckpt}", "cameras:=exterior_1,wrist", "privileged:=false", "builtin_fr3:=true",
               f"record_requests:={requests}", "allow_uncertified:=true", "override_reason:=a wire test")
     seen = [json.loads(line)["keys"] for line in requests.read_text().splitlines()]
-    assert len(seen) >= 2 * 48 // vision.CHUNK  # one request per chunk of 8 ticks, both trials
+    assert len(seen) >= 2 * 48 // CHUNK  # one request per chunk of 8 ticks, both trials
     for keys in seen:
         assert not [k for k in keys if k.startswith("privileged/")], keys
         for image in ("observation/exterior_image_1_left", "observation/wrist_image_left"):
@@ -104,7 +106,7 @@ def test_the_camera_policy_sees_only_pi05s_request_through_the_graph_and_matches
     from indgen_sim.twin.world import DroidTwinWorld
 
     executor = InProcessExecutor(DroidTwinWorld(cameras=["exterior_1", "wrist"], builtin=True),
-                                 policies={"droid_twin_vision": vision.TwinVisionPolicy(ckpt)})
+                                 policies={"droid_twin_vision": TwinVisionPolicy(ckpt)})
     try:
         for trial in trials:
             local = executor(setup_for(record, trial))

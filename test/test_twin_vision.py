@@ -14,7 +14,21 @@ import pytest
 from indgen_core.errors import IndGenError
 from indgen_core.inprocess import InProcessExecutor
 from indgen_core.world_watch import WorldWatch
-from indgen_sim.twin import vision
+from indgen_sim.twin import tasks
+from indgen_sim.twin.vision import TwinVisionPolicy
+from indgen_sim.twin.vision.data import FRAME_KEYS, views
+from indgen_sim.twin.vision.features import (
+    IMAGE,
+    PROPRIO,
+    TARGETS,
+    holding,
+    in_hand_offsets,
+    proprio,
+    targets,
+    task_index,
+    task_scales,
+)
+from indgen_sim.twin.vision.policy import CHUNK
 
 torch = pytest.importorskip("torch")
 
@@ -33,14 +47,14 @@ def checkpoint(tmp_path_factory):
 
 def test_the_checkpoint_records_its_robot_model_and_what_it_was_trained_on(checkpoint):
     ckpt = torch.load(checkpoint, map_location="cpu", weights_only=True)
-    assert ckpt["kind"] == "vision" and ckpt["robot_model"] == "builtin" and ckpt["chunk"] == vision.CHUNK
+    assert ckpt["kind"] == "vision" and ckpt["robot_model"] == "builtin" and ckpt["chunk"] == CHUNK
     info = ckpt["info"]
     assert info["robot_model"] == "builtin" and info["rounds"][0]["episodes"] == 2 and info["frames"] > 0
     assert info["train_seconds"] > 0
-    assert sorted(ckpt["in_hand"]) == sorted(vision.tasks.TASKS)
-    assert np.asarray(ckpt["perception"]["mean"]).shape == (len(vision.tasks.TASKS), vision.TARGETS)
+    assert sorted(ckpt["in_hand"]) == sorted(tasks.TASKS)
+    assert np.asarray(ckpt["perception"]["mean"]).shape == (len(tasks.TASKS), TARGETS)
     assert all(len(offset) == 3 and max(map(abs, offset)) < 0.05 for offset in ckpt["in_hand"].values())
-    policy = vision.TwinVisionPolicy(checkpoint)
+    policy = TwinVisionPolicy(checkpoint)
     assert policy.metadata["robot_model"] == "builtin" and policy.metadata["privileged"] is False
 
 
@@ -49,7 +63,7 @@ def test_the_other_robot_model_is_refused_in_one_sentence(checkpoint):
 
     ckpt = torch.load(checkpoint, map_location="cpu", weights_only=True)
     ckpt["robot_model"] = "menagerie"
-    policy = vision.TwinVisionPolicy(ckpt)
+    policy = TwinVisionPolicy(ckpt)
     executor = InProcessExecutor(DroidTwinWorld(cameras=["exterior_1", "wrist"], builtin=True),
                                  policies={"droid_twin_vision": policy})
     with pytest.raises(IndGenError, match="trained on the menagerie FR3's images and this world renders the "
@@ -68,14 +82,14 @@ def test_the_other_robot_model_is_refused_in_one_sentence(checkpoint):
 
 
 def test_a_request_without_the_images_or_with_another_task_is_refused(checkpoint):
-    policy = vision.TwinVisionPolicy(checkpoint)
+    policy = TwinVisionPolicy(checkpoint)
     request = {"observation/joint_position": np.zeros(7), "observation/gripper_position": np.zeros(1),
                "prompt": "Place the orange block on the blue block."}
     with pytest.raises(ValueError, match="needs pi05_droid's request; missing observation/exterior_image_1_left"):
         policy.infer(request)
     request |= {"observation/exterior_image_1_left": np.zeros((224, 224, 3), np.uint8),
                 "observation/wrist_image_left": np.zeros((224, 224, 3), np.uint8)}
-    assert policy.infer(request)["actions"].shape == (vision.CHUNK, 8)
+    assert policy.infer(request)["actions"].shape == (CHUNK, 8)
     with pytest.raises(ValueError, match="knows the stack and cup-in-bowl tasks"):
         policy.infer(request | {"prompt": "fold the towel"})
 
@@ -86,13 +100,13 @@ def test_a_held_object_is_where_the_hand_holds_it(checkpoint):
     goes by perception."""
     from indgen_sim.twin import bc
 
-    policy = vision.TwinVisionPolicy(checkpoint)
+    policy = TwinVisionPolicy(checkpoint)
     policy.in_hand["stack"] = np.array([0.004, -0.002, 0.006])
     q = np.array([0.0, -0.3, 0.0, -2.2, 0.0, 1.9, 0.8])
     request = {"observation/joint_position": q, "prompt": "Place the orange block on the blue block.",
                "observation/exterior_image_1_left": np.zeros((224, 224, 3), np.uint8),
                "observation/wrist_image_left": np.zeros((224, 224, 3), np.uint8)}
-    kin = bc._kinematics(True)
+    kin = bc.kinematics(True)
     kin.set(q)
     pinch, rot = kin.pinch()
     held = policy.perceive(request | {"observation/gripper_position": np.array([0.48])})[3]
@@ -100,30 +114,30 @@ def test_a_held_object_is_where_the_hand_holds_it(checkpoint):
     for g in (0.0, 1.0):
         seen = policy.perceive(request | {"observation/gripper_position": np.array([g])})[3]
         assert np.linalg.norm(seen[0:3] - held[0:3]) > 1e-4
-    assert not vision.holding(0.0) and vision.holding(0.48) and vision.holding(0.31) and not vision.holding(1.0)
+    assert not holding(0.0) and holding(0.48) and holding(0.31) and not holding(1.0)
 
 
 def test_the_in_hand_offset_is_the_median_over_frames_that_hold_the_object():
     from indgen_sim.twin import bc
 
-    kin, rng = bc._kinematics(True), np.random.default_rng(0)
+    kin, rng = bc.kinematics(True), np.random.default_rng(0)
     offset = np.array([0.004, -0.002, 0.0055])
     state, target = [], []
     for i in range(40):
         q = np.array([0.0, -0.3, 0.0, -2.2, 0.0, 1.9, 0.8]) + rng.normal(0, 0.2, 7)
         g = (0.48, 0.0, 1.0, 0.31)[i % 4]  # holding the block, open, closed on nothing, holding the cup
         task = "scale" if i % 4 == 3 else "stack"
-        row = vision.proprio(q, g, task, kin)
+        row = proprio(q, g, task, kin)
         pinch, rot = kin.pinch()
         pick = pinch + rot @ (offset + rng.normal(0, 0.001, 3)) if g in (0.48, 0.31) else rng.uniform(-0.3, 0.3, 3)
         state.append(row)
         target.append(np.concatenate([pick, np.zeros(5)]))
-    found = vision.in_hand_offsets({"state": np.array(state), "target": np.array(target)})
+    found = in_hand_offsets({"state": np.array(state), "target": np.array(target)})
     np.testing.assert_allclose(found["stack"], offset, atol=0.001)
     np.testing.assert_allclose(found["scale"], offset, atol=0.001)
     told = []
-    assert vision.in_hand_offsets({"state": np.array(state[1:3]), "target": np.array(target[1:3])},
-                                  told.append)["stack"] == [0.0, 0.0, 0.0]
+    assert in_hand_offsets({"state": np.array(state[1:3]), "target": np.array(target[1:3])},
+                           told.append)["stack"] == [0.0, 0.0, 0.0]
     assert "no training frame holds the stack task's object" in told[0]
 
 
@@ -133,17 +147,17 @@ def test_labels_are_scaled_per_task_with_a_floor():
     rng = np.random.default_rng(1)
     n = 200
     task = np.arange(n) % 2  # stack, scale
-    state = np.zeros((n, vision.PROPRIO), np.float32)
+    state = np.zeros((n, PROPRIO), np.float32)
     state[np.arange(n), 1 + task] = 1.0
-    target = np.zeros((n, vision.TARGETS), np.float32)
+    target = np.zeros((n, TARGETS), np.float32)
     target[:, 4] = np.where(task == 0, -0.08, -0.15) + rng.normal(0, 0.015, n)  # the place's y
     target[:, 5] = np.where(task == 0, 0.025, 0.0)  # its height: constant per task
-    mean, std = vision.task_scales({"state": state, "target": target})
-    assert mean.shape == std.shape == (len(vision.tasks.TASKS), vision.TARGETS)
+    mean, std = task_scales({"state": state, "target": target})
+    assert mean.shape == std.shape == (len(tasks.TASKS), TARGETS)
     np.testing.assert_allclose(mean[:, 4], [-0.08, -0.15], atol=0.005)
     np.testing.assert_allclose(std[:, 4], [0.015, 0.015], atol=0.004)  # the spread within a task
     np.testing.assert_allclose(std[:, 5], [0.01, 0.01])  # the floor, not 0
-    assert (vision.task_index(state) == task).all()
+    assert (task_index(state) == task).all()
 
 
 def test_a_checkpoint_from_before_the_in_hand_estimate_is_refused_in_one_sentence(checkpoint, tmp_path):
@@ -152,15 +166,15 @@ def test_a_checkpoint_from_before_the_in_hand_estimate_is_refused_in_one_sentenc
     torch.save(ckpt, tmp_path / "old.pt")
     with pytest.raises(IndGenError, match=r"from before the in-hand estimate .* retrain it with `indgen twin "
                                           r"train-bc --vision`"):
-        vision.TwinVisionPolicy(tmp_path / "old.pt")
+        TwinVisionPolicy(tmp_path / "old.pt")
 
 
 def test_a_state_checkpoint_is_not_taken_for_a_vision_one(tmp_path):
     torch.save({"state_dict": {}, "hidden": 8}, tmp_path / "bc.pt")
     with pytest.raises(IndGenError, match="is not a vision policy checkpoint"):
-        vision.TwinVisionPolicy(tmp_path / "bc.pt")
+        TwinVisionPolicy(tmp_path / "bc.pt")
     with pytest.raises(IndGenError, match=r"no vision policy checkpoint at .*indgen twin train-bc --vision"):
-        vision.TwinVisionPolicy(tmp_path / "missing.pt")
+        TwinVisionPolicy(tmp_path / "missing.pt")
 
 
 def test_menagerie_training_without_the_menagerie_is_one_sentence(tmp_path, monkeypatch):
@@ -181,9 +195,9 @@ def test_views_show_fresh_layouts_from_the_demonstrations_arm_poses_with_true_la
     from indgen_sim.twin.world import DroidTwinWorld
 
     poses = np.array([RESET_Q, np.asarray(RESET_Q) + 0.15])
-    got = vision.views(3, poses, per_layout=2, builtin=True, log=lambda _: None)
-    assert {k: v.shape[0] for k, v in got.items()} == dict.fromkeys(vision.FRAME_KEYS, 6)
-    assert got["exterior"].shape[1:] == got["wrist"].shape[1:] == (vision.IMAGE, vision.IMAGE, 3)
+    got = views(3, poses, per_layout=2, builtin=True, log=lambda _: None)
+    assert {k: v.shape[0] for k, v in got.items()} == dict.fromkeys(FRAME_KEYS, 6)
+    assert got["exterior"].shape[1:] == got["wrist"].shape[1:] == (IMAGE, IMAGE, 3)
     assert len({got["target"][i].tobytes() for i in (0, 2, 4)}) == 3  # three layouts
     assert np.array_equal(got["target"][0], got["target"][1])  # two arm poses, one layout
     with DroidTwinWorld(cameras=False, builtin=True) as world:
@@ -193,7 +207,7 @@ def test_views_show_fresh_layouts_from_the_demonstrations_arm_poses_with_true_la
         assert np.allclose(world.joint_positions(), poses[1])
         # objects unmoved (to 0.1 mm: the reset's poses are from before its last physics substep)
         assert all(np.allclose(world.object_poses()[k], v, atol=1e-4) for k, v in obs["objects"].items())
-        assert np.allclose(vision.targets(DroidSpec().request(world.observe(), setup, 0)), got["target"][0])
+        assert np.allclose(targets(DroidSpec().request(world.observe(), setup, 0)), got["target"][0])
         for bad in (np.full(7, np.nan), np.zeros(6)):
             with pytest.raises(ValueError, match="pose_arm needs 7 finite joint positions"):
                 world.pose_arm(bad)

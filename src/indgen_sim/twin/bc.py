@@ -33,7 +33,8 @@ FEATURES = 7 + 1 + 3 + 3 + 3 + 3 + 3 + 2 + len(tasks.TASKS)
 TWIST_SCALE = np.array([0.25, 0.25, 0.25, 1.0, 1.0, 1.0])  # the oracle's speed limits
 
 
-def _objects(request: dict[str, Any]) -> dict[str, np.ndarray]:
+def object_poses(request: dict[str, Any]) -> dict[str, np.ndarray]:
+    """The simulator's object poses (position and quaternion) in a request's privileged keys, by object name."""
     return {
         k.split("/")[-1]: np.asarray(v, dtype=float) for k, v in request.items() if k.startswith("privileged/objects/")
     }
@@ -42,7 +43,8 @@ def _objects(request: dict[str, Any]) -> dict[str, np.ndarray]:
 _KIN: dict = {}
 
 
-def _kinematics(builtin: bool = False):
+def kinematics(builtin: bool = False):
+    """The robot model's kinematics (the built-in FR3's or the menagerie one's), one shared instance each."""
     if builtin not in _KIN:
         from indgen_sim.twin.oracle import TwinKinematics
 
@@ -65,7 +67,7 @@ def features(obs: dict[str, Any], builtin: bool = False) -> np.ndarray:
     pick = np.asarray(obs[f"privileged/objects/{objs.pick}"], dtype=float)
     place = np.asarray(obs[f"privileged/objects/{objs.place}"], dtype=float)
     q = np.asarray(obs["observation/joint_position"], dtype=float).reshape(7)
-    kin = _kinematics(builtin)
+    kin = kinematics(builtin)
     kin.set(q)
     pinch, _ = kin.pinch()
     return state_features(
@@ -148,7 +150,10 @@ def collect(
             request = spec.request(obs, setup, step)
             clean = oracle.infer(request)["actions"][0]
             twist, grip = oracle.command(
-                request["observation/joint_position"], float(obs["gripper_position"]), obs["task"], _objects(request)
+                request["observation/joint_position"],
+                float(obs["gripper_position"]),
+                obs["task"],
+                object_poses(request),
             )
             xs.append(features(request, builtin))
             ys.append(np.concatenate([twist / TWIST_SCALE, [grip]]))

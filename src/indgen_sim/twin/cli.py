@@ -93,7 +93,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_train_bc(args: argparse.Namespace) -> int:
     from indgen_core.errors import IndGenError
-    from indgen_sim.twin import bc, vision
+    from indgen_sim.twin import bc
+    from indgen_sim.twin.vision import training
 
     options = {
         k: v
@@ -125,7 +126,7 @@ def cmd_train_bc(args: argparse.Namespace) -> int:
             options["state_rounds"] = args.rounds
         if args.views is not None:
             options["view_layouts"] = args.views
-        path = vision.train_and_save(args.out, log=print, builtin=args.robot != "menagerie", **options)
+        path = training.train_and_save(args.out, log=print, builtin=args.robot != "menagerie", **options)
     else:
         if args.epochs is not None:
             options["epochs"] = args.epochs

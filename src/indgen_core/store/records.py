@@ -1,0 +1,77 @@
+"""What the results store hands out and raises: its row types and its errors.
+
+(Not to be confused with `indgen_core.records`, which holds what a world reports; these are
+the store's own rows: a campaign, a planned trial, a trial joined with its final result.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from indgen_core.errors import IndGenError
+
+
+class StoreError(IndGenError):
+    pass
+
+
+class DuplicateResult(StoreError):
+    """A second final result for a trial that already has one; the first one stands."""
+
+
+@dataclass(frozen=True)
+class PlannedTrial:
+    trial_id: str
+    policy: str
+    level: int
+    trial_index: int
+    seed: int
+    order_idx: int
+
+
+@dataclass(frozen=True)
+class CampaignRecord:
+    id: str
+    name: str
+    axis: str
+    world: str
+    purpose: str
+    group_name: str
+    order_mode: str
+    seed: int
+    config: dict[str, Any]
+    axis_snapshot: dict[str, Any]
+    protocol: dict[str, Any]
+    override_uncertified: bool
+    override_reason: str
+    status: str
+    created_at: float
+    updated_at: float
+
+    @property
+    def policies(self) -> list[str]:
+        return list(self.config.get("policies", []))
+
+
+@dataclass(frozen=True)
+class TrialRow:
+    """A planned trial with its final result, if any (one row of an export)."""
+
+    campaign_id: str
+    trial_id: str
+    policy: str
+    level: int
+    trial_index: int
+    seed: int
+    order_idx: int
+    status: str
+    outcome: str | None
+    reason: str | None
+    partial_score: float | None
+    steps: int | None
+    duration_s: float | None
+    wall_time_s: float | None
+    source: str | None
+    recorded_at: float | None
+    aborted_attempts: int

@@ -1,0 +1,110 @@
+"""Reading what was recorded: attempts, label histories, each trial with its result, and the
+counts a report is built from. Nothing here writes."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from indgen_core.records import Outcome
+from indgen_core.store.records import PlannedTrial, TrialRow
+from indgen_core.store.schema import StoreBase
+
+
+class TalliesMixin(StoreBase):
+    """Reads over results, attempts and labels, per campaign."""
+
+    if TYPE_CHECKING:  # CampaignsMixin's, beside this one in ResultsStore
+
+        def planned_trials(self, campaign_id: str) -> list[PlannedTrial]: ...
+
+    def label_history(self, campaign_id: str, trial_id: str | None = None) -> list[dict[str, Any]]:
+        """Every label, relabel and superseded label, oldest first."""
+        q, args = "SELECT * FROM labels WHERE campaign_id=?", [campaign_id]
+        if trial_id is not None:
+            q += " AND trial_id=?"
+            args.append(trial_id)
+        return [dict(r) for r in self._db.execute(q + " ORDER BY id", args)]
+
+    def attempts(self, campaign_id: str) -> list[dict[str, Any]]:
+        """Every recorded attempt of every trial, aborted ones included, in the order they came:
+        trial_id, outcome, reason."""
+        query = "SELECT trial_id, outcome, reason FROM attempts WHERE campaign_id=? ORDER BY id"
+        return [{"trial_id": t, "outcome": o, "reason": r} for t, o, r in self._db.execute(query, (campaign_id,))]
+
+    def attempt_count(self, campaign_id: str, trial_id: str) -> int:
+        """How many results (aborted ones included) were recorded for a trial."""
+        return self._db.execute(
+            "SELECT COUNT(*) FROM attempts WHERE campaign_id=? AND trial_id=?", (campaign_id, trial_id)
+        ).fetchone()[0]
+
+    def rows(self, campaign_id: str) -> list[TrialRow]:
+        query = """
+            SELECT t.campaign_id, t.trial_id, t.policy, t.level, t.trial_index, t.seed, t.order_idx, t.status,
+                   r.outcome, r.reason, r.partial_score, r.steps, r.duration_s, r.wall_time_s, r.source,
+                   r.recorded_at,
+                   (SELECT COUNT(*) FROM attempts a WHERE a.campaign_id=t.campaign_id AND a.trial_id=t.trial_id
+                        AND a.outcome='aborted') AS aborted_attempts
+            FROM trials t LEFT JOIN results r ON r.campaign_id=t.campaign_id AND r.trial_id=t.trial_id
+            WHERE t.campaign_id=? ORDER BY t.order_idx"""
+        return [TrialRow(*r) for r in self._db.execute(query, (campaign_id,))]
+
+    def result_details(self, campaign_id: str) -> list[tuple[str, int, str, dict[str, Any]]]:
+        """(policy, level, outcome, details) of every final result."""
+        query = """SELECT t.policy, t.level, r.outcome, r.details_json FROM results r JOIN trials t
+                   ON t.campaign_id=r.campaign_id AND t.trial_id=r.trial_id WHERE r.campaign_id=?"""
+        return [(p, k, o, json.loads(d or "{}")) for p, k, o, d in self._db.execute(query, (campaign_id,))]
+
+    def counts(self, campaign_id: str) -> dict[tuple[str, int], dict[str, int]]:
+        """(policy, level) -> counts of each final outcome, planned, pending and skipped trials."""
+        out: dict[tuple[str, int], dict[str, int]] = {}
+        for row in self.rows(campaign_id):
+            c = out.setdefault(
+                (row.policy, row.level),
+                {
+                    "planned": 0,
+                    "pending": 0,
+                    "skipped": 0,
+                    "aborted": 0,
+                    **{o.name.lower(): 0 for o in Outcome if o.final},
+                },
+            )
+            c["planned"] += 1
+            c["aborted"] += row.aborted_attempts
+            if row.status == "pending":
+                c["pending"] += 1
+            elif row.status == "skipped":
+                c["skipped"] += 1
+            else:
+                assert row.outcome is not None, "a done trial has a result"
+                c[row.outcome] += 1
+        return out
+
+    def operator_counts(self, campaign_id: str) -> dict[tuple[str, int], dict[str, int]]:
+        """(policy, level) -> what the person did: trials labelled, relabelled, redone (a
+        superseded attempt), skipped, invalid, and labels that disagree with the world's own
+        check (rehearsal in sim)."""
+        out: dict[tuple[str, int], dict[str, int]] = {}
+        trials = {t.trial_id: (t.policy, t.level) for t in self.planned_trials(campaign_id)}
+        for key in set(trials.values()):
+            out[key] = dict.fromkeys(("labelled", "relabelled", "redone", "skipped", "invalid", "disagreements"), 0)
+        relabelled: set[str] = set()
+        for row in self.label_history(campaign_id):
+            c = out[trials[row["trial_id"]]]
+            if row["kind"] == "label":
+                c["labelled"] += 1
+            elif row["kind"] == "superseded":
+                c["redone"] += 1
+            elif row["trial_id"] not in relabelled:
+                relabelled.add(row["trial_id"])
+                c["relabelled"] += 1
+        for trial in self.rows(campaign_id):
+            c = out[(trial.policy, trial.level)]
+            c["skipped"] += trial.status == "skipped"
+            c["invalid"] += trial.outcome == "invalid"
+        query = "SELECT trial_id, outcome, details_json FROM results WHERE campaign_id=? AND source='operator'"
+        for trial_id, outcome, details in self._db.execute(query, (campaign_id,)):
+            auto = json.loads(details or "{}").get("auto_outcome")
+            if auto and auto != outcome:
+                out[trials[trial_id]]["disagreements"] += 1
+        return out
