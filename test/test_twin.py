@@ -292,9 +292,9 @@ def test_a_checkpoint_from_an_older_input_layout_is_refused_in_one_sentence(tmp_
     import subprocess
     import sys
 
-    from indgen_sim.twin import bc
+    from indgen_sim.twin import bc, policy_input
 
-    ckpt = bc.train(np.zeros((16, bc.FEATURES), np.float32), np.zeros((16, 7), np.float32), epochs=1,
+    ckpt = bc.train(np.zeros((16, policy_input.FEATURES), np.float32), np.zeros((16, 7), np.float32), epochs=1,
                     log=lambda _: None)
     current = bc.save(ckpt, tmp_path / "current.pt", {})
     old = bc.save({**ckpt, "mean": ckpt["mean"][:25], "std": ckpt["std"][:25]}, tmp_path / "old.pt", {})

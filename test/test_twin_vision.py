@@ -98,7 +98,7 @@ def test_a_held_object_is_where_the_hand_holds_it(checkpoint):
     """The gripper stopped part-closed (0.48 on the block): the policy puts the block at the
     learned place in the hand, whatever the cameras show; open, or closed on nothing (1.0), it
     goes by perception."""
-    from indgen_sim.twin import bc
+    from indgen_sim.twin import policy_input
 
     policy = TwinVisionPolicy(checkpoint)
     policy.in_hand["stack"] = np.array([0.004, -0.002, 0.006])
@@ -106,7 +106,7 @@ def test_a_held_object_is_where_the_hand_holds_it(checkpoint):
     request = {"observation/joint_position": q, "prompt": "Place the orange block on the blue block.",
                "observation/exterior_image_1_left": np.zeros((224, 224, 3), np.uint8),
                "observation/wrist_image_left": np.zeros((224, 224, 3), np.uint8)}
-    kin = bc.kinematics(True)
+    kin = policy_input.kinematics(True)
     kin.set(q)
     pinch, rot = kin.pinch()
     held = policy.perceive(request | {"observation/gripper_position": np.array([0.48])})[3]
@@ -118,9 +118,9 @@ def test_a_held_object_is_where_the_hand_holds_it(checkpoint):
 
 
 def test_the_in_hand_offset_is_the_median_over_frames_that_hold_the_object():
-    from indgen_sim.twin import bc
+    from indgen_sim.twin import policy_input
 
-    kin, rng = bc.kinematics(True), np.random.default_rng(0)
+    kin, rng = policy_input.kinematics(True), np.random.default_rng(0)
     offset = np.array([0.004, -0.002, 0.0055])
     state, target = [], []
     for i in range(40):

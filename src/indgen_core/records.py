@@ -76,6 +76,31 @@ class TaskSetup:
     max_steps: int = 0
     options: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def blank(
+        cls,
+        trial_id: str = "",
+        world: str = "",
+        axis: str = "",
+        in_distribution: bool = False,
+        language_instruction: str = "",
+    ) -> TaskSetup:
+        """A setup that names no campaign (a warm-up, a placeholder for an unreadable goal, a
+        scene before the first trial): every other field empty or zero."""
+        return cls(
+            campaign_id="",
+            trial_id=trial_id,
+            world=world,
+            axis=axis,
+            level=0,
+            in_distribution=in_distribution,
+            parameters=(),
+            trial_index=0,
+            seed=0,
+            policy="",
+            language_instruction=language_instruction,
+        )
+
     def value(self, name: str, default: float | None = None) -> float:
         for p in self.parameters:
             if p.name == name:

@@ -51,22 +51,21 @@ import contextlib
 import json
 import threading
 import time
-from pathlib import Path
 
 from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from std_msgs.msg import Header, String
 
-from indgen_core import blind, messages, operator, paths, routes, topics
-from indgen_core.campaign import load_campaign_config, plan_campaign
+from indgen_core import blind, messages, operator, routes, topics
+from indgen_core.campaign_source import plan_or_resume
 from indgen_core.errors import IndGenError
-from indgen_core.lists import parse_int_list
 from indgen_core.operator_flow import OperatorFlow
 from indgen_core.records import Outcome, TrialResult
 from indgen_core.records import TaskSetup as SetupRecord
 from indgen_core.ros import convert
 from indgen_core.ros.base import LATCHED, RELIABLE, declare, run_node, serve, subscribe
+from indgen_core.ros.world_link import WorldLink
 from indgen_core.runner import TooManyAborts, run_campaign
 from indgen_core.store import ResultsStore
 from indgen_msgs.action import RunEpisode
@@ -103,7 +102,7 @@ class ProgressionManager(Node):
             max_aborts_per_trial=0,
         )
         self.store = ResultsStore(self.p["db"] or None)
-        self.record = self._plan_or_resume()
+        self.record = plan_or_resume(self.store, self.p, self.get_logger())
         self.key = self.store.campaign_key(self.record.id)
         self.group = ReentrantCallbackGroup()
         self.setup_pub = self.create_publisher(TaskSetup, topics.TASK_SETUP, LATCHED)
@@ -124,73 +123,24 @@ class ProgressionManager(Node):
         self._recorder_waited = False
         if self.p["recorder"]:
             subscribe(self, String, topics.RECORDER_STATUS, self._on_recorder, LATCHED, callback_group=self.group)
-        self._world_needs_operator = False
         self._open_prompt = OperatorPrompt()
         self._prompt_trials: dict[str, str] = {}  # prompt_id -> trial_id, the recent prompts (answers name no trial)
-        self._last_feedback = 0.0
         self._stop = threading.Event()
+        self.world_link = WorldLink(self, self._stop, self._status)
         self.flow = OperatorFlow(self)
         self._current: SetupRecord | None = None
-        self._goal = None
         self._done = 0
         self._total = len(self.store.planned_trials(self.record.id))
         self._thread = threading.Thread(target=self._run, name="campaign", daemon=True)
-
-    # -- set-up ---------------------------------------------------------------------------------
-    def _plan_or_resume(self):
-        cid = paths.check_id(self.p["campaign_id"]) if self.p["campaign_id"] else ""
-        if cid and self.store.has_campaign(cid):
-            self.get_logger().info(f"resuming campaign {cid} from {self.store.path}")
-            return self.store.campaign(cid)
-        if not self.p["campaign"]:
-            raise IndGenError("set the 'campaign' parameter to a campaign YAML (or 'campaign_id' to one in the store)")
-        path = Path(self.p["campaign"])
-        if not path.is_file() and (paths.config_dir() / path).is_file():
-            path = paths.config_dir() / path  # a profile default such as campaigns/blockenv_oracle.yaml
-        config = self._override(load_campaign_config(path))
-        record = plan_campaign(
-            self.store,
-            config,
-            campaign_id=cid or None,
-            allow_uncertified=self.p["allow_uncertified"],
-            override_reason=self.p["override_reason"],
-            source=str(path),
-        )
-        self.get_logger().info(
-            f"planned campaign {record.id}: {len(self.store.planned_trials(record.id))} trials in {self.store.path}"
-        )
-        return record
-
-    def _override(self, config):
-        changes = {}
-        if self.p["axis"]:
-            changes["axis"] = self.p["axis"]
-        if str(self.p["levels"]).strip().strip("[]").strip():
-            try:
-                changes["levels"] = parse_int_list(self.p["levels"])
-            except ValueError as exc:
-                raise IndGenError(f"levels {self.p['levels']!r}: {exc}") from None
-        if self.p["trials"]:
-            changes["trials_per_level"] = int(self.p["trials"])
-        if str(self.p["world_options"]).strip():
-            import yaml
-
-            extra = yaml.safe_load(str(self.p["world_options"]))
-            if not isinstance(extra, dict):
-                raise IndGenError(
-                    f"world_options must be a YAML mapping such as '{{task: 3}}', got {self.p['world_options']!r}"
-                )
-            changes["world_options"] = {**config.world_options, **extra}
-        return config.model_validate({**config.model_dump(), **changes}) if changes else config
 
     def start(self) -> None:
         self._thread.start()
 
     def close(self) -> None:
         self._stop.set()
-        if self._goal is not None:
+        if self.world_link.goal is not None:
             with contextlib.suppress(Exception):
-                self._goal.cancel_goal_async()
+                self.world_link.goal.cancel_goal_async()
         self._thread.join(timeout=5.0)
 
     # -- the campaign loop (its own thread; the executor keeps spinning callbacks) --------------
@@ -265,7 +215,7 @@ class ProgressionManager(Node):
         now = self.get_clock().now().to_msg()
         self.setup_pub.publish(convert.setup_to_msg(setup, now))
         self.flow.before_trial(setup)
-        ready, message = self._prepare(setup)
+        ready, message = self.world_link.prepare(setup)
         if not ready:
             return TrialResult(setup.trial_id, Outcome.ABORTED, f"the world is not ready: {message}")
         if self._with_operator:
@@ -276,55 +226,10 @@ class ProgressionManager(Node):
         elif setup.operator_instruction:
             self.publish_prompt(None, trial=setup)
         self._status(CampaignStatus.STATE_RUNNING, f"running {setup.trial_id}")
-        result = self._run_episode(setup)
+        result = self.world_link.run_episode(setup)
         if result.outcome.final and (result.details.get("judged") is False or self.p["operator_labels"]):
             result = self.flow.label(setup, result)
         self.flow.after_trial(setup, result)
-        return result
-
-    def _run_episode(self, setup: SetupRecord) -> TrialResult:
-        started = time.monotonic()
-
-        def aborted(reason: str) -> TrialResult:
-            return TrialResult(setup.trial_id, Outcome.ABORTED, reason, wall_time_s=time.monotonic() - started)
-
-        if not self.world.wait_for_server(timeout_sec=self.p["server_wait_s"]):
-            return aborted(f"world not answering: no RunEpisode server on {topics.RUN_EPISODE}")
-        goal = RunEpisode.Goal(setup=convert.setup_to_msg(setup, self.get_clock().now().to_msg()))
-        handle = None
-        deadline = time.monotonic() + self.p["server_wait_s"]
-        while handle is None and time.monotonic() < deadline and not self._stop.is_set():
-            # right after discovery DDS can lose a goal response; the bridge attaches a resent
-            # goal for the same trial to the running episode, so resending is safe
-            future = self.world.send_goal_async(goal, feedback_callback=self._feedback)
-            if _wait(future, 2.0, self._stop):
-                handle = future.result()
-        if handle is None:
-            return aborted("world not answering: the episode goal was never acknowledged")
-        if not handle.accepted:
-            return aborted("the world rejected the episode goal (busy with another trial)")
-        self._goal = handle
-        self._last_feedback = time.monotonic()
-        result_future = handle.get_result_async()
-        silence = self.p["world_silence_s"]
-
-        def silent() -> bool:
-            return silence > 0 and time.monotonic() - self._last_feedback > silence
-
-        if not _wait(result_future, self.p["episode_timeout_s"], self._stop, silent):
-            handle.cancel_goal_async()
-            self._goal = None
-            limit = self.p["episode_timeout_s"]
-            if self._stop.is_set():
-                return aborted("stopped")
-            if silent():
-                return aborted(f"the world went silent mid-episode (no feedback for {silence:g} s)")
-            return aborted(f"world did not finish within {limit} s")
-        self._goal = None
-        response = result_future.result()
-        result = messages.result_from_msg(response.result.result)
-        if result.trial_id != setup.trial_id:
-            return aborted(f"the world answered for trial '{result.trial_id}'")
         return result
 
     def _commit(self, result: TrialResult) -> bool:
@@ -373,7 +278,7 @@ class ProgressionManager(Node):
 
     @property
     def _with_operator(self) -> bool:
-        return self.p["wait_for_operator"] or self._world_needs_operator
+        return self.world_link.with_operator
 
     def set_status_waiting(self, message: str) -> None:
         self._status(CampaignStatus.STATE_WAITING, message)
@@ -447,44 +352,7 @@ class ProgressionManager(Node):
         self.answer_pub.publish(msg)  # for the bag: services are not recorded
         return response
 
-    def _prepare(self, setup: SetupRecord) -> tuple[bool, str]:
-        """Ask the world to get ready (the real robot: reset pose) before the person builds
-        the scene; worlds without /indgen/prepare_trial need nothing."""
-        if not self.prepare_client.wait_for_service(
-            timeout_sec=self.p["server_wait_s"] if self._with_operator else 0.5
-        ):
-            return (False, f"no {topics.PREPARE_TRIAL} service") if self._with_operator else (True, "")
-        request = PrepareTrial.Request(setup=convert.setup_to_msg(setup, self.get_clock().now().to_msg()))
-        self._status(CampaignStatus.STATE_RUNNING, f"preparing {setup.trial_id}")
-        # right after discovery DDS can lose a request or its reply: ask again every
-        # prepare_retry_s (a world answers a repeat for a prepared trial at once, without moving)
-        calls = [self.prepare_client.call_async(request)]
-        deadline = time.monotonic() + self.p["prepare_timeout_s"]
-        answered = None
-        while answered is None:
-            retry = min(time.monotonic() + max(self.p["prepare_retry_s"], 0.1), deadline)
-            if _wait(_AnyDone(calls), retry - time.monotonic(), self._stop):
-                answered = next(c for c in calls if c.done())
-            elif self._stop.is_set() or time.monotonic() >= deadline:
-                # a reset that hangs, or a world that never answers: the trial is re-run
-                return False, f"no answer to the prepare request within {self.p['prepare_timeout_s']:g} s"
-            else:
-                calls.append(self.prepare_client.call_async(request))
-        response = answered.result()
-        if response.needs_operator and not self._world_needs_operator:
-            self._world_needs_operator = True
-            self.get_logger().info(
-                "the world is physical: every scene waits for the operator, every episode is "
-                "labelled (run `indgen console` in another terminal)"
-            )
-        return bool(response.ready), response.message
-
     # -- status ---------------------------------------------------------------------------------
-    def _feedback(self, feedback) -> None:
-        self._last_feedback = time.monotonic()
-        fb = feedback.feedback
-        self.get_logger().debug(f"{fb.phase}: step {fb.step}/{fb.max_steps}")
-
     def _progress(self, done, total, trial, result) -> None:
         self._done = done
         self.get_logger().info(f"[{done}/{total}] {trial.trial_id}: {result.outcome.name.lower()} ({result.reason})")
@@ -514,25 +382,6 @@ class ProgressionManager(Node):
 
     def _header(self):
         return Header(stamp=self.get_clock().now().to_msg())
-
-
-class _AnyDone:
-    """Several calls of one request as one future: done when any of them is."""
-
-    def __init__(self, futures):
-        self.futures = futures
-
-    def done(self) -> bool:
-        return any(f.done() for f in self.futures)
-
-
-def _wait(future, timeout: float, stop: threading.Event, give_up=lambda: False) -> bool:
-    deadline = time.monotonic() + timeout
-    while not future.done():
-        if stop.is_set() or time.monotonic() > deadline or give_up():
-            return False
-        time.sleep(0.005)
-    return True
 
 
 def main() -> int:

@@ -6,7 +6,7 @@ This module only wires ROS to plain code: the arm and gripper states by their ow
 topics and stamps (arm_state.py), every segment from the measured arm (motion.py), the reset
 sequence with fault recovery (reset.py), the episode loop and its per-tick checks
 (episode_loop.py, safety.py), and the rule that tells a system fault (aborted, run again)
-from a stop the policy's own motion caused (ended, labelled, counted).
+from a stop the policy's own motion caused (ended, labelled, counted: episode_result.py).
 
 Per trial, `/indgen/prepare_trial` (called by the progression manager before it asks the
 person for the scene) recovers a faulted robot, opens the gripper and moves the arm to the
@@ -42,7 +42,6 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from indgen_core import messages, topics
 from indgen_core.errors import IndGenError, first_line
-from indgen_core.lockstep import AnswerSlot
 from indgen_core.records import Outcome, TrialResult
 from indgen_core.robot_config import load_robot_config
 from indgen_core.ros import convert
@@ -62,10 +61,13 @@ from indgen_msgs.msg import ControlTick, PolicyStatus, RobotStatus, TaskSetup
 from indgen_msgs.srv import PrepareTrial
 from indgen_robot.arm_state import StateSource
 from indgen_robot.control import CommandGate
-from indgen_robot.episode_loop import EpisodeEnd, EpisodeLoop
+from indgen_robot.episode_loop import EpisodeLoop
+from indgen_robot.episode_result import malformed_goal_setup, trial_result
 from indgen_robot.motion import ArmMotion
 from indgen_robot.reset import ResetSequence, at_pose
+from indgen_robot.ros.policy_port import RosPolicyPort
 from indgen_robot.ros.recovery import make_recovery
+from indgen_robot.ros.robot_report import RobotReport
 from indgen_robot.safety import (
     Recovery,
     Stop,
@@ -79,34 +81,6 @@ from indgen_robot.safety import (
 #: joint states from any publisher, reliable or best effort (franka's convenience topics are
 #: best effort; a reliable subscriber would receive nothing from them)
 SENSOR = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST)
-
-
-class RosPolicyPort:
-    """ControlTick out, the policy node's commands (which echo the tick's sequence) in."""
-
-    def __init__(self, runner: Fr3Runner):
-        self.runner = runner
-        self.slot = AnswerSlot(("arm", "gripper"))
-        self.sequence = 0
-        self.trial_id = ""
-
-    def ready(self) -> str | None:
-        watch = self.runner.watch
-        if not watch.status_at:
-            return "no status from the policy node yet"
-        if watch.policy_lost:
-            return f"the policy node reports: {watch.policy_lost}"
-        return None
-
-    def publish_tick(self, step: int) -> None:
-        self.sequence = (self.sequence + 1) % 2**32
-        self.slot.expect(self.sequence)
-        tick = ControlTick(trial_id=self.trial_id, step=step, sequence=self.sequence, wall_clock=True)
-        tick.header.stamp = self.runner.get_clock().now().to_msg()
-        self.runner.tick_pub.publish(tick)
-
-    def wait(self, timeout, abort, what):
-        return self.slot.wait(timeout, abort, what)
 
 
 class Fr3Runner(Node):
@@ -126,8 +100,6 @@ class Fr3Runner(Node):
         self.estop = False
         self._estop_stamp = 0  # source timestamp (ns) of the newest e-stop message taken
         self.end_requested = ""
-        #: franka_msgs: (robot_mode, current errors, last motion errors)
-        self.robot_report: tuple[int, list[str], list[str]] | None = None
         self.watch = WorldWatch(policy_silence_s=5.0)
         self.prepared: tuple[str, float] | None = None  # trial id, when
         self.last_prepare: tuple[str, int, int] | None = None  # (trial id, request stamp): a repeat
@@ -145,7 +117,7 @@ class Fr3Runner(Node):
         subscribe(self.io, PolicyStatus, topics.POLICY_STATUS, self.watch.on_policy_status, LATCHED)
         subscribe(self.io, TaskSetup, topics.TASK_SETUP, self.watch.on_setup, LATCHED)
         subscribe_any(self.io, Bool, topics.ESTOP, self._on_estop_msg)
-        self._franka_state = self._subscribe_franka_state()
+        self.robot_report = RobotReport(self.io, c.arm.robot_state_topic, SENSOR)
         serve(self.io, SetBool, topics.ESTOP, self._estop_service)
         serve(self.io, Trigger, topics.END_EPISODE, self._end_service)
         self.tick_pub = self.io.create_publisher(ControlTick, topics.CONTROL_TICK, LOCKSTEP)
@@ -190,33 +162,6 @@ class Fr3Runner(Node):
 
         return take
 
-    def _subscribe_franka_state(self):
-        """franka_msgs/FrankaRobotState where a ROS install has it (not on PyPI): robot_mode and
-        the current errors. Unverified on hardware."""
-        try:
-            from franka_msgs.msg import FrankaRobotState
-        except ImportError:
-            return None
-        return subscribe(self.io, FrankaRobotState, self.config.arm.robot_state_topic, self._on_franka_state, SENSOR)
-
-    def _on_franka_state(self, msg) -> None:
-        def flags(errors) -> list[str]:
-            return [name for name in errors.get_fields_and_field_types() if getattr(errors, name) is True]
-
-        self.robot_report = (int(msg.robot_mode), flags(msg.current_errors), flags(msg.last_motion_errors))
-
-    def _robot_fault(self) -> str | None:
-        """A stop franka reports itself (reflex, user stop) before its broadcasters go down."""
-        report = self.robot_report
-        if report is None:
-            return None
-        mode, errors, _ = report
-        if mode in (4, 6):  # FrankaRobotState.ROBOT_MODE_REFLEX, ROBOT_MODE_AUTOMATIC_ERROR_RECOVERY
-            return f"robot mode {mode}: {', '.join(errors) or 'reflex'}"
-        if mode == 5:  # ROBOT_MODE_USER_STOPPED: the robot's own e-stop
-            return "the robot's user stop (hardware e-stop) is pressed"
-        return None
-
     def _on_estop_msg(self, msg: Bool, info) -> None:
         """Engaging always holds at once; a release counts only when it was sent after the
         newest engage (the same message may arrive on both of subscribe_any's readers, and a
@@ -260,7 +205,7 @@ class Fr3Runner(Node):
 
     def recover(self) -> Recovery:
         self.get_logger().warning(f"the robot is in a fault: recovering ({self.recovery.describe()})")
-        self.robot_report = None  # what it reports after the recovery is about the stop that was
+        self.robot_report.latest = None  # what it reports after the recovery is about the stop that was
         recovery = self.recovery.recover()
         self.arm.forget()
         if recovery.ok:  # (rclpy ties one severity to each logging call site)
@@ -290,12 +235,12 @@ class Fr3Runner(Node):
             arm_age=arm_age,
             gripper_fresh=self.gripper.fresh() is not None,
             gripper_age=gripper_age,
-            robot_fault=self._robot_fault(),
+            robot_fault=self.robot_report.fault(),
             end_requested=self.end_requested,
         )
 
     def _classify_fault(self, age: float) -> Stop:
-        report = self.robot_report
+        report = self.robot_report.latest
         if report is not None and report[1]:
             return classify_robot_errors(report[1])
         latest = self.arm.latest()
@@ -399,18 +344,7 @@ class Fr3Runner(Node):
         return self._result_msg(setup, result)
 
     def _result_msg(self, setup, result: TrialResult):
-        setup = setup or convert.records.TaskSetup(
-            campaign_id="",
-            trial_id="",
-            world="fr3",
-            axis="",
-            level=0,
-            in_distribution=False,
-            parameters=(),
-            trial_index=0,
-            seed=0,
-            policy="",
-        )
+        setup = setup or malformed_goal_setup()
         return RunEpisode.Result(result=convert.result_to_msg(result, setup, self.get_clock().now().to_msg()))
 
     def _episode(self, goal_handle, setup) -> TrialResult:
@@ -452,45 +386,9 @@ class Fr3Runner(Node):
             # is): a driver that does not answer was the fault; a robot that reports the errors
             # that stopped it says whose doing it was
             recovery = self.recover()
-            errors = self._last_motion_errors() if recovery.ok else []
+            errors = self.robot_report.last_motion_errors() if recovery.ok else []
             end = dataclasses.replace(end, stop=after_recovery(end.stop, recovery, errors))
-        return self._result(setup, end)
-
-    def _last_motion_errors(self) -> list[str]:
-        """franka_msgs' last_motion_errors once the recovered robot publishes its state again
-        (a ROS install only; unverified on hardware); [] without franka_msgs."""
-        if self._franka_state is None:
-            return []
-        deadline = time.monotonic() + 2.0
-        while self.robot_report is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        return list(self.robot_report[2]) if self.robot_report else []
-
-    def _result(self, setup, end: EpisodeEnd) -> TrialResult:
-        stop = end.stop
-        details = {"judged": False, "end": stop.reason, "stop_kind": stop.kind.value, "timing": end.timing}
-
-        def result(outcome: Outcome, reason: str, details: dict) -> TrialResult:
-            return TrialResult(
-                setup.trial_id,
-                outcome,
-                reason,
-                steps=end.steps,
-                duration_s=end.duration_s,
-                wall_time_s=end.duration_s,
-                details=details,
-            )
-
-        if stop.kind is StopKind.SYSTEM:
-            return result(Outcome.ABORTED, stop.reason, {**details, **stop.details})
-        if stop.kind in (StopKind.POLICY, StopKind.UNEXPLAINED):
-            details["robot_stop"] = stop.details
-            return result(
-                Outcome.FAILURE,
-                f"episode ended: {stop.reason}; to be labelled by the operator (failure unless they saw otherwise)",
-                details,
-            )
-        return result(Outcome.FAILURE, f"episode ended: {stop.reason}; to be labelled by the operator", details)
+        return trial_result(setup, end)
 
 
 def main() -> int:

@@ -61,19 +61,7 @@ from indgen_msgs.msg import PolicyExchange, PolicyStatus, TaskSetup
 from indgen_robot.ros.policy_io import POLICY_IO, Tick
 
 #: the task a warm-up request names (never a trial)
-WARMUP_SETUP = SetupRecord(
-    campaign_id="",
-    trial_id="warm-up",
-    world="",
-    axis="",
-    level=0,
-    in_distribution=True,
-    parameters=(),
-    trial_index=0,
-    seed=0,
-    policy="",
-    language_instruction="warm up",
-)
+WARMUP_SETUP = SetupRecord.blank(trial_id="warm-up", in_distribution=True, language_instruction="warm up")
 #: requests carry the images: a short queue, so a slow recorder cannot pile them up here
 EXCHANGES = QoSProfile(depth=20, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
 

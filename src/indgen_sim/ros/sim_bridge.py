@@ -319,18 +319,7 @@ class SimBridge(Node):
         self.world.close()
 
 
-_EMPTY_SETUP = convert.records.TaskSetup(
-    campaign_id="",
-    trial_id="",
-    world="",
-    axis="",
-    level=0,
-    in_distribution=False,
-    parameters=(),
-    trial_index=0,
-    seed=0,
-    policy="",
-)
+_EMPTY_SETUP = convert.records.TaskSetup.blank()
 
 
 def _options(text: str) -> dict:

@@ -40,18 +40,7 @@ class ArmPhysics:
         self.scenes = 0
         self.ddq = np.zeros(7)
         self.tau = np.zeros(7)
-        empty = TaskSetup(
-            campaign_id="",
-            trial_id="",
-            world="fr3",
-            axis="stack",
-            level=0,
-            in_distribution=True,
-            parameters=(),
-            trial_index=0,
-            seed=0,
-            policy="",
-        )
+        empty = TaskSetup.blank(world="fr3", axis="stack", in_distribution=True)
         self.build_scene(empty, keep_robot=False)
 
     def _torque_mode(self, m: mujoco.MjModel) -> None:

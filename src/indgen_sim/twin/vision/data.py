@@ -14,7 +14,7 @@ import numpy as np
 
 from indgen_core.policy import Policy
 from indgen_core.specs.droid import EXTERIOR, WRIST
-from indgen_sim.twin import bc
+from indgen_sim.twin import bc, policy_input
 from indgen_sim.twin.vision.features import REQUEST_IMAGES, proprio, shrink, targets
 
 #: a perception sample's parts: the two shrunk images, the proprioception and the label
@@ -39,7 +39,7 @@ def collect(
 
     world = DroidTwinWorld(cameras=[EXTERIOR, WRIST], builtin=builtin)
     oracle, spec = TwinOracle(builtin=builtin), DroidSpec()
-    kin = bc.kinematics(builtin)
+    kin = policy_input.kinematics(builtin)
     control_x, control_y = [], []
     frames: dict[str, list] = {"exterior": [], "wrist": [], "state": [], "target": [], "q": []}
     rng = np.random.default_rng(seed_base)
@@ -54,10 +54,10 @@ def collect(
                 state_request["observation/joint_position"],
                 float(obs["gripper_position"]),
                 obs["task"],
-                bc.object_poses(state_request),
+                policy_input.object_poses(state_request),
             )
-            control_x.append(bc.features(state_request, builtin))
-            control_y.append(np.concatenate([twist / bc.TWIST_SCALE, [grip]]))
+            control_x.append(policy_input.features(state_request, builtin))
+            control_y.append(np.concatenate([twist / policy_input.TWIST_SCALE, [grip]]))
             asks = policy is not None and not queue
             # a camera policy: images, nothing privileged
             sees = asks and policy is not None and policy.metadata.get("privileged") is False
@@ -123,7 +123,11 @@ def views(
     from indgen_core.specs.droid import DroidSpec
     from indgen_sim.twin.world import DroidTwinWorld
 
-    world, spec, kin = DroidTwinWorld(cameras=[EXTERIOR, WRIST], builtin=builtin), DroidSpec(), bc.kinematics(builtin)
+    world, spec, kin = (
+        DroidTwinWorld(cameras=[EXTERIOR, WRIST], builtin=builtin),
+        DroidSpec(),
+        policy_input.kinematics(builtin),
+    )
     rng = np.random.default_rng(seed_base)
     frames: dict[str, list] = {k: [] for k in (*FRAME_KEYS, "q")}
     t0 = time.monotonic()

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from indgen_core.specs.droid import EXTERIOR, WRIST
-from indgen_sim.twin import bc, tasks
+from indgen_sim.twin import policy_input, tasks
 
 IMAGE = 64  # pixels a side the network sees (the 224 x 224 request images, box-filtered)
 TARGETS = 3 + 3 + 2  # pick and place object positions (robot base frame), (sin, cos) of 4 x pick yaw
@@ -104,7 +104,7 @@ def targets(request: dict[str, Any]) -> np.ndarray:
     objs = tasks.OBJECTS[task]
     pick = np.asarray(request[f"privileged/objects/{objs.pick}"], dtype=float)
     place = np.asarray(request[f"privileged/objects/{objs.place}"], dtype=float)
-    return np.concatenate([pick[:3], place[:3], bc.yaw_code(task, pick[3:7])]).astype(np.float32)
+    return np.concatenate([pick[:3], place[:3], policy_input.yaw_code(task, pick[3:7])]).astype(np.float32)
 
 
 #: the least spread a label is normalised by: metres for positions, the yaw code's unit

@@ -24,7 +24,7 @@ from indgen_core import paths
 from indgen_core.errors import IndGenError, require
 from indgen_core.policy import Policy
 from indgen_core.specs.droid import DELTA_PER_TICK, EXTERIOR, WRIST
-from indgen_sim.twin import bc, tasks
+from indgen_sim.twin import bc, policy_input, tasks
 from indgen_sim.twin.vision.features import REQUEST_IMAGES, TARGETS, holding, proprio, shrink, task_of_prompt
 from indgen_sim.twin.vision.network import perception_network
 
@@ -83,13 +83,13 @@ class TwinVisionPolicy(Policy):
         q = np.asarray(obs["observation/joint_position"], dtype=float).reshape(7)
         g = float(np.asarray(obs["observation/gripper_position"], dtype=float).reshape(-1)[0])
         images = [self.torch.from_numpy(shrink(obs[REQUEST_IMAGES[c]], c)[None].copy()) for c in (EXTERIOR, WRIST)]
-        state = proprio(q, g, task, bc.kinematics(self.control.builtin))
+        state = proprio(q, g, task, policy_input.kinematics(self.control.builtin))
         with self.torch.no_grad():
             out = self.net(*images, self.torch.as_tensor(state[None])).numpy()[0]
         t = tasks.TASKS.index(task)
         seen = out * self.std[t] + self.mean[t]
         if holding(g):  # the object is in the hand: where the hand is, not where the cameras put it
-            kin = bc.kinematics(self.control.builtin)
+            kin = policy_input.kinematics(self.control.builtin)
             kin.set(q)
             pinch, rot = kin.pinch()
             seen[0:3] = pinch + rot @ self.in_hand[task]
@@ -97,7 +97,7 @@ class TwinVisionPolicy(Policy):
 
     def infer(self, obs: dict[str, Any]) -> dict[str, Any]:
         task, q, g, seen = self.perceive(obs)
-        kin = bc.kinematics(self.control.builtin)
+        kin = policy_input.kinematics(self.control.builtin)
         pick, place, yaw = seen[0:3], seen[3:6], seen[6:8]
         held = holding(g)
         actions = []
@@ -106,7 +106,7 @@ class TwinVisionPolicy(Policy):
             pinch, rot = kin.pinch()
             if held:  # it moves with the hand through the chunk
                 pick = pinch + rot @ self.in_hand[task]
-            action = self.control.act(bc.state_features(q, g, pinch, pick, place, yaw, task), q)
+            action = self.control.act(policy_input.state_features(q, g, pinch, pick, place, yaw, task), q)
             actions.append(action)
             q = q + DELTA_PER_TICK * action[:7]
         return {"actions": np.array(actions)}

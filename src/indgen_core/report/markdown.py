@@ -1,0 +1,187 @@
+"""The report in Markdown: per campaign its settings and Definition 4 checks, one table of
+levels per policy, then the comparisons, the twin's help, the success checks, the operator's
+labels, the robot's stops and the invalid setups; then one image and one video per level. The
+HTML page is this text rendered (html_page.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from indgen_core.analysis import CampaignSummary
+from indgen_core.report.rows import _break_text, guarantee_text, level_rows, twin_rows
+
+
+def markdown(
+    summaries: Sequence[CampaignSummary],
+    plot_names: Sequence[str],
+    images: dict[int, str],
+    videos: dict[int, str] | None = None,
+) -> str:
+    first = summaries[0].record
+    lines = [f"# IndGen report: axis `{first.axis}` in `{first.world}`", ""]
+    for name in plot_names:
+        lines += [f"![success per level]({name})", ""]
+    for s in summaries:
+        r = s.record
+        lines += [
+            f"## Campaign `{r.id}`",
+            "",
+            f"- purpose: {r.purpose}; regime: {s.record.axis_snapshot.get('regime')}; "
+            f"in distribution: k={s.in_distribution}; break threshold: {s.threshold:.0%}",
+            f"- order: {r.order_mode}; seed: {r.seed}; status: {r.status}",
+        ]
+        checks = r.protocol.get("summary", {})
+        if checks:
+            lines.append(
+                "- Definition 4: "
+                + ", ".join(f"{k.replace('_', ' ')} {'ok' if v else 'FAILED'}" for k, v in checks.items())
+            )
+        if r.override_uncertified:
+            lines.append(f"- **uncertified levels scored by explicit override**: {r.override_reason}")
+        lines.append("")
+        lines += [
+            f"Intervals: 95% {s.interval_kind}. Verdicts: held / broken when the trials show the rate at or "
+            f"above / below {s.threshold:.0%}, each claim at 2.5%.",
+            "",
+        ]
+        for c in s.curves:
+            lines += [
+                f"### Policy `{c.policy}`: {_break_text(c)} (point estimate)",
+                "",
+                f"With a stated error: {guarantee_text(c)}.",
+                "",
+                "| k | parameters | n | successes | rate | 95% interval | verdict | |",
+                "|---|---|---|---|---|---|---|---|",
+            ]
+            for row in level_rows(s, c):
+                lines.append(
+                    f"| {row['k']} | {row['parameters']} | {row['n']} | {row['successes']} | "
+                    f"{row['rate']:.0%} | [{row['ci_low']:.0%}, {row['ci_high']:.0%}] | {row['verdict']} | "
+                    f"{row['tags']} |"
+                )
+            lines.append("")
+            if c.monotonicity is not None:
+                lines += [f"Monotonicity (black-box check, Appendix B): {c.monotonicity.describe()}", ""]
+            if c.pending or c.skipped or c.aborted_attempts:
+                lines += [
+                    f"Pending trials: {c.pending}; skipped by the adaptive rule: {c.skipped}; "
+                    f"aborted attempts (re-run): {c.aborted_attempts}",
+                    "",
+                ]
+        if s.registered_plan:
+            lines += [
+                f"### Pre-registered analysis: {s.registered_plan}",
+                "",
+                "(registered in the campaign file before any trial ran; the table below it is exploratory)",
+                "",
+            ]
+            if s.registered:
+                lines += comparison_markdown(s.registered, "registered")
+        if s.comparisons:
+            lines += comparison_markdown(s.comparisons)
+        if s.twin or s.twin_note:
+            lines += twin_markdown(s)
+        if s.checks:
+            names = sorted({k for entry in s.checks.values() for k in entry if k != "n"})
+            lines += [
+                "### Success checks per level (how often each held)",
+                "",
+                "| policy | k | n | " + " | ".join(names) + " |",
+                "|---|---|---|" + "---|" * len(names),
+            ]
+            for (policy, level), entry in sorted(s.checks.items()):
+                lines.append(
+                    f"| {policy} | {level} | {entry['n']} | " + " | ".join(str(entry.get(k, 0)) for k in names) + " |"
+                )
+            lines.append("")
+        if s.operator:
+            kinds = ("labelled", "relabelled", "redone", "skipped", "invalid", "disagreements")
+            lines += [
+                "### The operator's labels per level",
+                "",
+                "(relabelled: the newest label counts, the old ones are in the store's history; redone: "
+                "attempts kept as superseded; disagreements: labels that differ from the simulator's own "
+                "check, in rehearsal)",
+                "",
+                "| policy | k | " + " | ".join(kinds) + " |",
+                "|---|---|" + "---|" * len(kinds),
+            ]
+            for (policy, level), entry in sorted(s.operator.items()):
+                lines.append(f"| {policy} | {level} | " + " | ".join(str(entry[n]) for n in kinds) + " |")
+            lines.append("")
+        if s.robot_stops:
+            lines += [
+                "### Robot stops per level",
+                "",
+                "(the robot's own safety stopped the policy's motion, a reflex: the episode ended and was "
+                "labelled by the person, counted as labelled, never re-run)",
+                "",
+                "| policy | k | stops | labelled failure | labelled success | other |",
+                "|---|---|---|---|---|---|",
+            ]
+            for (policy, level), entry in sorted(s.robot_stops.items()):
+                other = entry["stops"] - entry.get("failure", 0) - entry.get("success", 0)
+                lines.append(
+                    f"| {policy} | {level} | {entry['stops']} | {entry.get('failure', 0)} | "
+                    f"{entry.get('success', 0)} | {other} |"
+                )
+            lines.append("")
+        if s.invalid:
+            lines += ["### Invalid setups (not scored)", ""]
+            lines += [f"- k={i['level']} ({i['trial_id']}): {i['reason']}" for i in s.invalid]
+            lines.append("")
+    if images:
+        lines += ["## One image per level", ""]
+        lines += [f"**k={k}**\n\n![k={k}]({name})\n" for k, name in sorted(images.items())]
+    if videos:
+        lines += ["## One video per level", "", "(from the campaign's bag: `indgen bag video`)", ""]
+        lines += [f"- k={k}: [{Path(path).name}]({path})" for k, path in sorted(videos.items())]
+    return "\n".join(lines) + "\n"
+
+
+def twin_markdown(summary: CampaignSummary) -> list[str]:
+    """The twin-sharpened intervals beside the real-only ones (ppi.py)."""
+    lines = [f"### With the twin's help: campaign `{summary.twin_id}` (prediction-powered)", ""]
+    if summary.twin_note:
+        return [*lines, f"Not used: {summary.twin_note}.", ""]
+    lines += [
+        "The twin's rate over all its trials plus the real-minus-twin difference over the paired trials (the "
+        "real trials' seeds, which the twin ran too), with exact bounds on both joined by the union bound: 95% "
+        "at every n. Width ratio below 1: the twin narrowed the interval.",
+        "",
+        "| policy | k | real | real-only 95% (exact) | twin | pairs | agreement | estimate | with the twin 95% "
+        "| width ratio |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in twin_rows(summary):
+        lo, hi = row["real_only_ci"]
+        tlo, thi = row["twin_sharpened_ci"]
+        lines.append(
+            f"| {row['policy']} | {row['k']} | {row['real_successes']}/{row['real_n']} | [{lo:.0%}, {hi:.0%}] "
+            f"| {row['twin_successes']}/{row['twin_n']} | {row['pairs']} | {row['agreement']:.0%} | "
+            f"{row['estimate']:.0%} | [{tlo:.0%}, {thi:.0%}] | {row['width_ratio']:.2f} |"
+        )
+    return [*lines, ""]
+
+
+def comparison_markdown(comparisons, title: str = "") -> list[str]:
+    """Paired levels (same planned seeds: exact McNemar, Tango's interval) show their pairs;
+    unpaired ones (Boschloo, Newcombe's interval) their trials."""
+    conf = f"{1 - comparisons[0].alpha:.0%}"
+    head = [] if title else ["### Policy comparisons (p adjusted by Holm over every level and pair)", ""]
+    lines = [
+        *head,
+        f"| k | A | B | method | pairs (A only, B only) or trials | A - B | {conf} CI | p | Holm p | better |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for c in comparisons:
+        method, pairs = (
+            ("paired", f"{c.pairs} ({c.a_only}, {c.b_only})") if c.pairs else ("unpaired", f"{c.n_a} / {c.n_b} trials")
+        )
+        lines.append(
+            f"| {c.level} | {c.a} | {c.b} | {method} | {pairs} | {c.difference:+.0%} | "
+            f"[{c.interval[0]:+.0%}, {c.interval[1]:+.0%}] | {c.p_value:.3g} | {c.p_adjusted:.3g} | "
+            f"{c.better or '-'} |"
+        )
+    return [*lines, ""]

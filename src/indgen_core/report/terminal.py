@@ -1,0 +1,83 @@
+"""The report on the terminal: rich tables, one per campaign and policy, and one for the
+twin's help; a few lines for overrides, invalid setups and the operator's labels."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from indgen_core.analysis import CampaignSummary
+from indgen_core.report.rows import _break_text, guarantee_text, level_rows, twin_rows
+
+
+def print_table(summaries: Sequence[CampaignSummary], console=None) -> None:
+    import sys
+
+    from rich.console import Console
+    from rich.table import Table
+
+    # a log or a pipe gets the full table, not the 80 columns rich assumes there
+    console = console or Console(width=None if sys.stdout.isatty() else 120)
+    for s in summaries:
+        for c in s.curves:
+            table = Table(
+                title=f"{s.record.id}: {c.policy} on '{s.record.axis}' ({s.record.world}) - {_break_text(c)}",
+                caption=f"with a stated error: {guarantee_text(c)}; intervals: 95% {s.interval_kind}",
+            )
+            for col in ("k", "parameters", "n", "succ.", "rate", "95% interval", "verdict", ""):
+                table.add_column(col, justify="left" if col == "parameters" else "right")
+            for row in level_rows(s, c):
+                style = "bold red" if "BREAK" in row["tags"] else ("dim" if row["n"] == 0 else "")
+                table.add_row(
+                    str(row["k"]),
+                    row["parameters"],
+                    str(row["n"]),
+                    str(row["successes"]),
+                    f"{row['rate']:.0%}",
+                    f"[{row['ci_low']:.0%}, {row['ci_high']:.0%}]",
+                    row["verdict"],
+                    row["tags"],
+                    style=style,
+                )
+            console.print(table)
+            if c.monotonicity is not None:
+                console.print(f"  monotonicity (black-box): {c.monotonicity.describe()}")
+        if s.twin:
+            table = Table(
+                title=f"{s.record.id} with the twin's help (campaign {s.twin_id}, prediction-powered)",
+                caption="exact bounds on the twin's rate and the real-minus-twin difference, joined: 95% "
+                "at every n; width ratio below 1: the twin narrowed the interval",
+            )
+            for col in (
+                "policy",
+                "k",
+                "real",
+                "real-only 95%",
+                "twin",
+                "agreement",
+                "estimate",
+                "with the twin 95%",
+                "width ratio",
+            ):
+                table.add_column(col, justify="right")
+            for row in twin_rows(s):
+                table.add_row(
+                    row["policy"],
+                    str(row["k"]),
+                    f"{row['real_successes']}/{row['real_n']}",
+                    "[{:.0%}, {:.0%}]".format(*row["real_only_ci"]),
+                    f"{row['twin_successes']}/{row['twin_n']}",
+                    f"{row['agreement']:.0%}",
+                    f"{row['estimate']:.0%}",
+                    "[{:.0%}, {:.0%}]".format(*row["twin_sharpened_ci"]),
+                    f"{row['width_ratio']:.2f}",
+                )
+            console.print(table)
+        elif s.twin_note:
+            console.print(f"  twin campaign {s.twin_id} not used: {s.twin_note}")
+        if s.record.override_uncertified:
+            console.print(f"  [yellow]uncertified levels scored by override:[/] {s.record.override_reason}")
+        if s.invalid:
+            console.print(f"  invalid setups (not scored): {len(s.invalid)}")
+        if s.operator:
+            totals = {k: sum(c[k] for c in s.operator.values()) for k in next(iter(s.operator.values()))}
+            console.print("  operator: " + ", ".join(f"{v} {k}" for k, v in totals.items()))

@@ -1,0 +1,139 @@
+"""The progression manager's calls to the world, made from the campaign thread while the
+executor keeps spinning: prepare a trial (/indgen/prepare_trial: on the real robot, the reset
+before the person builds the scene) and run its episode (the RunEpisode action), each asked
+again when DDS loses a request or its reply right after discovery, each ending in an aborted
+trial (run again, never failed) when the world does not answer, answers too late, or goes
+silent mid-episode. The world's prepare reply also says whether it is physical: from then on
+every scene waits for the operator and every episode is labelled."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from indgen_core import messages, topics
+from indgen_core.records import Outcome, TrialResult
+from indgen_core.records import TaskSetup as SetupRecord
+from indgen_core.ros import convert
+from indgen_msgs.action import RunEpisode
+from indgen_msgs.msg import CampaignStatus
+from indgen_msgs.srv import PrepareTrial
+
+
+class WorldLink:
+    """The node's RunEpisode client (pm.world) and PrepareTrial client (pm.prepare_client), with
+    the goal in flight, when the world last gave feedback, and whether it needs the operator."""
+
+    def __init__(self, pm, stop: threading.Event, status):
+        self.pm = pm
+        self.p = pm.p
+        self._stop = stop
+        self._status = status
+        self.needs_operator = False  # the world said it is physical (its prepare reply)
+        self.last_feedback = 0.0
+        self.goal = None
+
+    @property
+    def with_operator(self) -> bool:
+        return self.p["wait_for_operator"] or self.needs_operator
+
+    def run_episode(self, setup: SetupRecord) -> TrialResult:
+        started = time.monotonic()
+
+        def aborted(reason: str) -> TrialResult:
+            return TrialResult(setup.trial_id, Outcome.ABORTED, reason, wall_time_s=time.monotonic() - started)
+
+        if not self.pm.world.wait_for_server(timeout_sec=self.p["server_wait_s"]):
+            return aborted(f"world not answering: no RunEpisode server on {topics.RUN_EPISODE}")
+        goal = RunEpisode.Goal(setup=convert.setup_to_msg(setup, self.pm.get_clock().now().to_msg()))
+        handle = None
+        deadline = time.monotonic() + self.p["server_wait_s"]
+        while handle is None and time.monotonic() < deadline and not self._stop.is_set():
+            # right after discovery DDS can lose a goal response; the bridge attaches a resent
+            # goal for the same trial to the running episode, so resending is safe
+            future = self.pm.world.send_goal_async(goal, feedback_callback=self._feedback)
+            if _wait(future, 2.0, self._stop):
+                handle = future.result()
+        if handle is None:
+            return aborted("world not answering: the episode goal was never acknowledged")
+        if not handle.accepted:
+            return aborted("the world rejected the episode goal (busy with another trial)")
+        self.goal = handle
+        self.last_feedback = time.monotonic()
+        result_future = handle.get_result_async()
+        silence = self.p["world_silence_s"]
+
+        def silent() -> bool:
+            return silence > 0 and time.monotonic() - self.last_feedback > silence
+
+        if not _wait(result_future, self.p["episode_timeout_s"], self._stop, silent):
+            handle.cancel_goal_async()
+            self.goal = None
+            limit = self.p["episode_timeout_s"]
+            if self._stop.is_set():
+                return aborted("stopped")
+            if silent():
+                return aborted(f"the world went silent mid-episode (no feedback for {silence:g} s)")
+            return aborted(f"world did not finish within {limit} s")
+        self.goal = None
+        response = result_future.result()
+        result = messages.result_from_msg(response.result.result)
+        if result.trial_id != setup.trial_id:
+            return aborted(f"the world answered for trial '{result.trial_id}'")
+        return result
+
+    def prepare(self, setup: SetupRecord) -> tuple[bool, str]:
+        """Ask the world to get ready (the real robot: reset pose) before the person builds
+        the scene; worlds without /indgen/prepare_trial need nothing."""
+        if not self.pm.prepare_client.wait_for_service(
+            timeout_sec=self.p["server_wait_s"] if self.with_operator else 0.5
+        ):
+            return (False, f"no {topics.PREPARE_TRIAL} service") if self.with_operator else (True, "")
+        request = PrepareTrial.Request(setup=convert.setup_to_msg(setup, self.pm.get_clock().now().to_msg()))
+        self._status(CampaignStatus.STATE_RUNNING, f"preparing {setup.trial_id}")
+        # right after discovery DDS can lose a request or its reply: ask again every
+        # prepare_retry_s (a world answers a repeat for a prepared trial at once, without moving)
+        calls = [self.pm.prepare_client.call_async(request)]
+        deadline = time.monotonic() + self.p["prepare_timeout_s"]
+        answered = None
+        while answered is None:
+            retry = min(time.monotonic() + max(self.p["prepare_retry_s"], 0.1), deadline)
+            if _wait(_AnyDone(calls), retry - time.monotonic(), self._stop):
+                answered = next(c for c in calls if c.done())
+            elif self._stop.is_set() or time.monotonic() >= deadline:
+                # a reset that hangs, or a world that never answers: the trial is re-run
+                return False, f"no answer to the prepare request within {self.p['prepare_timeout_s']:g} s"
+            else:
+                calls.append(self.pm.prepare_client.call_async(request))
+        response = answered.result()
+        if response.needs_operator and not self.needs_operator:
+            self.needs_operator = True
+            self.pm.get_logger().info(
+                "the world is physical: every scene waits for the operator, every episode is "
+                "labelled (run `indgen console` in another terminal)"
+            )
+        return bool(response.ready), response.message
+
+    def _feedback(self, feedback) -> None:
+        self.last_feedback = time.monotonic()
+        fb = feedback.feedback
+        self.pm.get_logger().debug(f"{fb.phase}: step {fb.step}/{fb.max_steps}")
+
+
+class _AnyDone:
+    """Several calls of one request as one future: done when any of them is."""
+
+    def __init__(self, futures):
+        self.futures = futures
+
+    def done(self) -> bool:
+        return any(f.done() for f in self.futures)
+
+
+def _wait(future, timeout: float, stop: threading.Event, give_up=lambda: False) -> bool:
+    deadline = time.monotonic() + timeout
+    while not future.done():
+        if stop.is_set() or time.monotonic() > deadline or give_up():
+            return False
+        time.sleep(0.005)
+    return True

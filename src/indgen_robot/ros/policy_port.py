@@ -1,0 +1,42 @@
+"""The runner's side of the policy node, over ROS: each control tick goes out as a ControlTick
+with a new sequence number, and the policy node's arm and gripper commands, which echo that
+sequence, are taken into one answer slot, so that a late command for an earlier tick is never
+executed as this tick's (the episode loop waits on the slot)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from indgen_core.lockstep import AnswerSlot
+from indgen_msgs.msg import ControlTick
+
+if TYPE_CHECKING:
+    from indgen_robot.ros.fr3_runner import Fr3Runner
+
+
+class RosPolicyPort:
+    """ControlTick out, the policy node's commands (which echo the tick's sequence) in."""
+
+    def __init__(self, runner: Fr3Runner):
+        self.runner = runner
+        self.slot = AnswerSlot(("arm", "gripper"))
+        self.sequence = 0
+        self.trial_id = ""
+
+    def ready(self) -> str | None:
+        watch = self.runner.watch
+        if not watch.status_at:
+            return "no status from the policy node yet"
+        if watch.policy_lost:
+            return f"the policy node reports: {watch.policy_lost}"
+        return None
+
+    def publish_tick(self, step: int) -> None:
+        self.sequence = (self.sequence + 1) % 2**32
+        self.slot.expect(self.sequence)
+        tick = ControlTick(trial_id=self.trial_id, step=step, sequence=self.sequence, wall_clock=True)
+        tick.header.stamp = self.runner.get_clock().now().to_msg()
+        self.runner.tick_pub.publish(tick)
+
+    def wait(self, timeout, abort, what):
+        return self.slot.wait(timeout, abort, what)
