@@ -20,7 +20,7 @@ LOG=build/test-realtime.log
 "$PYTHON" -m pytest -p no:xdist -m "$(scope realtime)" "$@" > "$LOG" 2>&1 &
 realtime_pid=$!
 trap 'kill "$realtime_pid" 2>/dev/null' INT TERM
-nice -n 10 "$PYTHON" -m pytest -n "$WORKERS" --dist loadscope -m "$(scope 'not realtime')" "$@"
+nice -n 19 "$PYTHON" -m pytest -n "$WORKERS" --dist loadscope -m "$(scope 'not realtime')" "$@"
 parallel=$?
 echo "== waiting for the wall-clock-bound cases ($LOG) =="
 wait "$realtime_pid"

@@ -144,3 +144,16 @@ def test_no_previous_trial_no_relabel_and_the_screen_shows_the_prompt():
     for part in ("BUILD THE SCENE", "Raise the blue block by one spacer.", "What changed: one level further",
                  "/data/level_image_k1.png", "[Enter] scene ready", "[s] skip this trial", "blue_block_raise=0.25 in"):
         assert part in text, part
+
+
+def test_the_terminal_keys_reach_the_model_by_the_names_it_knows():
+    """prompt_toolkit reports space as " " and Enter as c-m: the model hears "space" and
+    "enter" (space used to reach it as " ", which ended no episode)."""
+    from prompt_toolkit.keys import Keys
+
+    from indgen_robot.console.app import key_name
+
+    assert [key_name(k) for k in (" ", Keys.ControlM, Keys.ControlJ, Keys.Escape, Keys.ControlH, "y", "4", "?")] == [
+        "space", "enter", "enter", "escape", "backspace", "y", "4", "?"]
+    running = make(m.RUNNING)
+    assert running.press(key_name(" ")) == [m.EndEpisode()]

@@ -120,26 +120,30 @@ def test_a_person_runs_a_two_level_campaign_with_the_console(tmp_path, ros_conte
             return [a["reason"] for a in store.attempts("people")
                     if a["trial_id"].endswith(trial) and a["outcome"] == "aborted"]
 
-    def scene_then(trial: str, *texts: str) -> str:
-        """Build the scene, Enter, and wait for `texts`. When the system aborts the attempt
-        meanwhile (a stale state under load: the trial is re-run, never scored) the scene prompt
-        comes back, and the person builds it again, as at the real cell."""
-        before = len(aborted(trial))
-        build_scene()
-        term.keys("Enter")
+    handled: dict[str, int] = {}  # per trial, the aborted attempts already answered
+
+    def waiting_through_reruns(trial: str, *texts: str) -> str:
+        """Wait for `texts`. When the system aborts the trial's attempt meanwhile (a stale state
+        under load: the trial is re-run, never scored) the scene prompt comes back, and the
+        person builds the scene again and starts it, as at the real cell."""
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             screen = term.screen()
             if all(t in screen for t in texts):
                 return screen
             reasons = aborted(trial)
-            if len(reasons) > before and "BUILD THE SCENE" in screen:
-                system_reruns.extend((trial, r) for r in reasons[before:])
-                before = len(reasons)
+            if len(reasons) > handled.get(trial, 0) and "BUILD THE SCENE" in screen:
+                system_reruns.extend((trial, r) for r in reasons[handled.get(trial, 0) :])
+                handled[trial] = len(reasons)
                 build_scene()
                 term.keys("Enter")
             time.sleep(0.2)
         return term.wait_for(*texts, timeout=0.1)  # fails with the screen and the graph's log
+
+    def scene_then(trial: str, *texts: str) -> str:
+        build_scene()
+        term.keys("Enter")
+        return waiting_through_reruns(trial, *texts)
 
     try:
         # trial 1: a wrong key first, then the scene, then a success
@@ -149,7 +153,7 @@ def test_a_person_runs_a_two_level_campaign_with_the_console(tmp_path, ros_conte
         assert "'z' does nothing while the scene is being built" in term.wait_for("does nothing")
         scene_then("k+0/000", "EPISODE RUNNING", "k+0/000")
         term.keys("Space")  # end it now (the oracle needs longer than the person waits)
-        term.wait_for("LABEL THE EPISODE", "k+0/000")
+        waiting_through_reruns("k+0/000", "LABEL THE EPISODE", "k+0/000")
         term.keys("y")
         # trial 2: labelled, then redone, then labelled failure
         screen = setup_of("k+0/001")
@@ -174,6 +178,7 @@ def test_a_person_runs_a_two_level_campaign_with_the_console(tmp_path, ros_conte
         term.wait_for("SOFT E-STOP ENGAGED")
         term.keys("e")
         setup_of("k+1/001")
+        handled["k+1/001"] = len(aborted("k+1/001"))  # the e-stop's own abort is not a re-run
         scene_then("k+1/001", "LABEL THE EPISODE", "k+1/001")
         term.keys("u")  # relabel the previous labelled trial (k+0/001: failure -> success)
         term.wait_for("RELABEL THE PREVIOUS TRIAL", "k+0/001")
@@ -194,7 +199,7 @@ def test_a_person_runs_a_two_level_campaign_with_the_console(tmp_path, ros_conte
             "k+1/000": ("skipped", None, None), "k+1/001": ("done", "failure", "operator")}
         assert rows["k+1/001"].partial_score == pytest.approx(0.4)
         # the e-stop: aborted, run again; any other abort was the system's, and re-run as well
-        assert aborted("k+1/001")[0] == "operator e-stop", store.attempts("people")
+        assert "operator e-stop" in aborted("k+1/001"), store.attempts("people")
         assert rows["k+1/001"].aborted_attempts == 1 + sum(t == "k+1/001" for t, _ in system_reruns)
         if system_reruns:
             sys.stderr.write(f"attempts the system aborted and re-ran: {system_reruns}\n")

@@ -27,6 +27,13 @@ KEYS = {
 }
 
 
+def key_name(key: object) -> str:
+    """The model's name for a key prompt_toolkit reports: a character as itself (space, which
+    prompt_toolkit reports as " ", is "space"), a named key by KEYS or its own name."""
+    name = key if isinstance(key, str) else str(getattr(key, "value", key))
+    return KEYS.get(name, name)
+
+
 def run(model: m.ConsoleModel, link) -> int:
     pt = require("prompt_toolkit", "all", "indgen console")
     from prompt_toolkit.application import Application
@@ -44,10 +51,7 @@ def run(model: m.ConsoleModel, link) -> int:
 
     @bindings.add("<any>")
     def _key(event):
-        name = event.key_sequence[0].key
-        key = KEYS.get(name, name if isinstance(name, str) else str(name))
-        if isinstance(name, str) and len(name) == 1:
-            key = name
+        key = key_name(event.key_sequence[0].key)
         with lock:
             requests = model.press(key)
         if requests and link is not None:
