@@ -275,7 +275,7 @@ def test_a_blind_ab_campaign_never_shows_a_policy_name(tmp_path, ros_context, ro
             build_scene()
             term.keys("Enter")
             term.wait_for("EPISODE RUNNING", trial, timeout=120)
-            term.keys("Space")
+            # the episode runs to its step limit: each letter's policy gets its requests
             term.wait_for("LABEL THE EPISODE", trial)
             term.keys("y")
             if i == 0:  # the first letter's level, scored: its rate stays hidden
