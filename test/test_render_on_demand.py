@@ -133,6 +133,17 @@ def test_through_the_graph_the_policy_gets_the_same_images_whether_rendered_ever
                 (detail,) = [d for _, _, _, d in store.result_details("rod")]
                 frames[mode] = detail["frames_rendered"]
     node.destroy_node()
+    for mode, exchanges in seen.items():
+        # a step asked twice in a row (seen once under a loaded machine: step 0 twice, e.g. a
+        # first attempt aborted at its first step and run again from the same seed) must carry
+        # the same images; then compare the steps once each
+        steps: list = []
+        for step, observation in exchanges:
+            if steps and steps[-1][0] == step:
+                assert all(np.array_equal(steps[-1][1][k], observation[k]) for k in observation), (mode, step)
+                continue
+            steps.append((step, observation))
+        seen[mode] = steps
     assert [step for step, _ in seen["on_request"]] == [step for step, _ in seen["every_tick"]] == [0, 8, 16]
     for (_, a), (_, b) in zip(seen["every_tick"], seen["on_request"], strict=True):
         assert a.keys() == b.keys() and set(IMAGES) <= a.keys()
