@@ -430,6 +430,9 @@ def test_frozen_camera_no_command_from_a_stale_frame(tmp_path, ros_context):
         run(16, start=1)
         answered = [seq for seq in sent if seq in commands]
         assert len(answered) >= 14, f"only {len(answered)} of {len(sent)} ticks answered before the freeze"
+        # the cameras (and the stand-in) must hear the freeze: a message published before DDS
+        # matched them is lost, and the frames stay fresh (a slow discovery once failed here)
+        assert spin_until(node, lambda: inject.get_subscription_count() >= 2, 30), "the cameras never subscribed"
         inject.publish(String(data=json.dumps({"camera": "exterior_1", "freeze": "repeat"})))
         frozen = time.monotonic()
         run(30, start=17)
