@@ -76,42 +76,25 @@ def level_score_msg(
     campaign_id: str, axis: str, policy: str, s: stats.LevelStat, stamp=None, hidden: bool = False
 ) -> LevelScore:
     """`hidden`: a blind campaign still running; only the count of trials goes out."""
+    msg = LevelScore(
+        campaign_id=campaign_id,
+        axis=axis,
+        policy=policy,
+        level=s.level,
+        in_distribution=s.in_distribution,
+        n=s.n,
+        invalid=s.invalid,
+        confidence=s.confidence,
+        interval_kind=s.interval_kind,
+        break_threshold=s.threshold,
+        verdict=VERDICTS[stats.UNDECIDED if hidden else s.verdict],
+        rates_hidden=hidden,
+    )
     if hidden:
-        msg = LevelScore(
-            campaign_id=campaign_id,
-            axis=axis,
-            policy=policy,
-            level=s.level,
-            in_distribution=s.in_distribution,
-            n=s.n,
-            invalid=s.invalid,
-            ci_low=0.0,
-            ci_high=1.0,
-            confidence=s.confidence,
-            interval_kind=s.interval_kind,
-            break_threshold=s.threshold,
-            verdict=VERDICTS[stats.UNDECIDED],
-            rates_hidden=True,
-        )
+        msg.ci_low, msg.ci_high = 0.0, 1.0
     else:
-        low, high = s.interval
-        msg = LevelScore(
-            campaign_id=campaign_id,
-            axis=axis,
-            policy=policy,
-            level=s.level,
-            in_distribution=s.in_distribution,
-            n=s.n,
-            successes=s.successes,
-            invalid=s.invalid,
-            rate=s.rate,
-            ci_low=low,
-            ci_high=high,
-            confidence=s.confidence,
-            interval_kind=s.interval_kind,
-            break_threshold=s.threshold,
-            verdict=VERDICTS[s.verdict],
-        )
+        msg.successes, msg.rate = s.successes, s.rate
+        msg.ci_low, msg.ci_high = s.interval
     if stamp is not None:
         msg.header.stamp = stamp
     return msg
