@@ -20,6 +20,11 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(_var, "1")
 
+# Every node a test starts holds its endpoints to its module's ENDPOINTS declaration (the
+# reference page is generated from them): an undeclared topic, service or action ends the node
+# with one sentence (indgen_core.ros.base.check_endpoints).
+os.environ.setdefault("INDGEN_CHECK_ENDPOINTS", "1")
+
 # The FR3 and Robotiq models for tests and CI (the product finds its own: assets.py).
 _MENAGERIE = REPO.parent / "shared" / "menagerie"
 if _MENAGERIE.is_dir():

@@ -85,7 +85,7 @@ def test_ind_local_legality_head_learns_the_rule_on_l0_l2_and_keeps_it_to_l10():
     grasp on an occupied cell right, and so it does on grids of levels it never saw."""
     torch.manual_seed(0)
     demos = demos_mod.generate([0, 1, 2], 60, noise=0.5)
-    model, info = train("ind", demos, TrainConfig(epochs=20, lr=1e-3, batch_size=32), log=lambda s: None)
+    model, info = train("ind", demos, TrainConfig(epochs=20, lr=1e-3, batch_size=32))
     assert info["legality_accuracy"] == 1.0
     for k in (3, 6, 10):
         grids = torch.as_tensor(_oracle_grids(k, 20).astype(np.int64))
@@ -95,7 +95,7 @@ def test_ind_local_legality_head_learns_the_rule_on_l0_l2_and_keeps_it_to_l10():
 
 
 def test_train_save_load_and_serve(tmp_path, demos):
-    model, info = train("equivariant", demos, TrainConfig(epochs=2), log=lambda s: None)
+    model, info = train("equivariant", demos, TrainConfig(epochs=2))
     assert info["val_accuracy"] > 0.3
     path = save_checkpoint(model, tmp_path / "equivariant.pt", info)
     again = load_checkpoint(path)
@@ -148,7 +148,7 @@ def test_table1_quick_end_to_end(tmp_path):
     assert set(result["rows"]) == {"oracle", "random_legal", *MODELS}
     assert result["config"]["seed"] == 3
     assert all(v == 1.0 for v in result["rows"]["oracle"]["rates"].values())
-    # legality alone solves every level under the step limit (README, the control row)
+    # legality alone solves every level under the step limit (docs/results/table1.md, the control row)
     assert all(v == 1.0 for v in result["rows"]["random_legal"]["rates"].values())
     assert "Random legal grasp (control)" in proc.stdout
     assert (out / "report" / "success_per_level.png").is_file()

@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 import servers
@@ -18,6 +17,7 @@ import toy_setup
 import yaml
 
 from indgen_core.store import ResultsStore
+from indgen_core.waiting import wait_until
 
 pytestmark = [pytest.mark.slow]
 
@@ -157,12 +157,14 @@ def test_workers_n_is_a_local_cluster_with_the_same_guarantees(toy):
 
 def _run_until(cmd, env, db, cid, done_at: int) -> subprocess.Popen:
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
+
+    def reached() -> bool:
         with ResultsStore(db) as store:
-            if store.has_campaign(cid) and sum(r.status == "done" for r in store.rows(cid)) >= done_at:
-                return proc
-        time.sleep(0.05)
+            return store.has_campaign(cid) and sum(r.status == "done" for r in store.rows(cid)) >= done_at
+
+    # a driver that has already exited never counts as having got there
+    if wait_until(lambda: proc.poll() is None and reached(), 120, poll=0.05, stop=lambda: proc.poll() is not None):
+        return proc
     raise AssertionError(f"the campaign did not reach {done_at} results: {proc.communicate()}")
 
 

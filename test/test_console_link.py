@@ -5,7 +5,6 @@ counted in the report)."""
 from __future__ import annotations
 
 import os
-import time
 
 import graphs
 import pytest
@@ -15,17 +14,11 @@ from scripted_operator import ScriptedOperator
 
 from indgen_core import graph
 from indgen_core.store import ResultsStore
+from indgen_core.waiting import wait_until
 from indgen_robot.console import model as m
 
 pytestmark = [pytest.mark.ros, pytest.mark.realtime]
 rclpy = pytest.importorskip("rclpy")
-
-
-def _wait(predicate, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and not predicate():
-        time.sleep(0.05)
-    return predicate()
 
 
 def test_two_consoles_on_one_prompt_one_answer_is_accepted(tmp_path, ros_context):
@@ -62,8 +55,8 @@ def test_two_consoles_on_one_prompt_one_answer_is_accepted(tmp_path, ros_context
         watcher_model = m.ConsoleModel(operator="eve", role="watch")
         watcher = ConsoleLink(watcher_model, ros_context, watch=True)
         try:
-            assert _wait(lambda: a.state == m.SETUP and b.state == m.SETUP and link_a.session and link_b.session,
-                         60), (tmp_path / "pm.log").read_text()[-3000:]
+            assert wait_until(lambda: a.state == m.SETUP and b.state == m.SETUP and link_a.session and link_b.session,
+                              60, poll=0.05), (tmp_path / "pm.log").read_text()[-3000:]
             assert watcher_model.press("enter") == [] and "only watches" in watcher_model.message
             answers = [model.press("enter") for model in (a, b)]
             results = [link._deliver(req[0]) for link, req in zip((link_a, link_b), answers, strict=True)]

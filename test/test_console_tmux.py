@@ -18,6 +18,7 @@ import servers
 import yaml
 
 from indgen_core.store import ResultsStore
+from indgen_core.waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.ros, pytest.mark.realtime]
 rclpy = pytest.importorskip("rclpy")
@@ -42,16 +43,18 @@ class Terminal:
     def keys(self, *keys: str) -> None:
         for key in keys:
             subprocess.run(["tmux", "send-keys", "-t", self.name, key], check=True)
-            time.sleep(0.15)
+            time.sleep(0.15)  # a person's pace: one key at a time, as the console reads them
 
     def wait_for(self, *texts: str, timeout: float = 90.0) -> str:
-        deadline = time.monotonic() + timeout
         screen = ""
-        while time.monotonic() < deadline:
+
+        def shown() -> bool:
+            nonlocal screen
             screen = self.screen()
-            if all(t in screen for t in texts):
-                return screen
-            time.sleep(0.2)
+            return all(t in screen for t in texts)
+
+        if wait_until(shown, timeout, poll=0.2):
+            return screen
         log = self.graph.output()[-6000:] if self.graph is not None else ""
         raise AssertionError(f"{texts} never on the console's screen; it shows:\n{screen}\n"
                              f"the graph's log ends:\n{log}")
@@ -83,15 +86,17 @@ def scene_builder(node):
 
     build = node.create_client(Trigger, "/indgen/sim/stand_in/build_scene")
 
+    def built() -> bool:
+        if build.service_is_ready():
+            future = build.call_async(Trigger.Request())
+            if spin_until(node, future.done, 5) and future.result().success:
+                return True
+        spin_until(node, lambda: False, 0.2)  # the node spins (discovery) before it asks again
+        return False
+
     def build_scene():
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if build.service_is_ready():
-                future = build.call_async(Trigger.Request())
-                if spin_until(node, future.done, 5) and future.result().success:
-                    return
-            spin_until(node, lambda: False, 0.2)
-        raise AssertionError("the stand-in never built the scene")
+        if not wait_until(built, 20, poll=0):
+            raise AssertionError("the stand-in never built the scene")
 
     return build_scene
 
@@ -126,18 +131,23 @@ def test_a_person_runs_a_two_level_campaign_with_the_console(tmp_path, ros_conte
         """Wait for `texts`. When the system aborts the trial's attempt meanwhile (a stale state
         under load: the trial is re-run, never scored) the scene prompt comes back, and the
         person builds the scene again and starts it, as at the real cell."""
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
+        screen = ""
+
+        def shown() -> bool:
+            nonlocal screen
             screen = term.screen()
             if all(t in screen for t in texts):
-                return screen
+                return True
             reasons = aborted(trial)
             if len(reasons) > handled.get(trial, 0) and "BUILD THE SCENE" in screen:
                 system_reruns.extend((trial, r) for r in reasons[handled.get(trial, 0) :])
                 handled[trial] = len(reasons)
                 build_scene()
                 term.keys("Enter")
-            time.sleep(0.2)
+            return False
+
+        if wait_until(shown, 90, poll=0.2):
+            return screen
         return term.wait_for(*texts, timeout=0.1)  # fails with the screen and the graph's log
 
     def scene_then(trial: str, *texts: str) -> str:
@@ -166,7 +176,7 @@ def test_a_person_runs_a_two_level_campaign_with_the_console(tmp_path, ros_conte
         # trial 3: the console dies in the middle of its prompt; a new one shows it; skip
         setup_of("k+1/000")
         term.close()
-        time.sleep(1.0)
+        time.sleep(1.0)  # the console stays away a moment, the prompt open, before the person restarts it
         term = Terminal(session, command, console_env, proc)
         screen = setup_of("k+1/000")
         assert "1 level further out (level 0 -> 1): blue_block_raise 0 -> 0.25 in" in screen
@@ -263,7 +273,7 @@ def test_a_blind_ab_campaign_never_shows_a_policy_name(tmp_path, ros_context, ro
     def watch_screens():  # every screen the person could have seen, sampled throughout
         while not watching.is_set():
             screens.add(term.screen())
-            time.sleep(0.2)
+            watching.wait(0.2)
 
     node = rclpy.create_node("hands", context=ros_context)
     build_scene = scene_builder(node)
@@ -286,7 +296,7 @@ def test_a_blind_ab_campaign_never_shows_a_policy_name(tmp_path, ros_context, ro
             if i == 0:  # the first letter's level, scored: its rate stays hidden
                 term.wait_for("(blind: hidden until the campaign is done)")
         out = graphs.finish(proc, timeout=120)
-        time.sleep(1.0)
+        time.sleep(1.0)  # the screen a moment after the campaign is done still names no policy
         screens.add(term.screen())
     finally:
         watching.set()

@@ -71,6 +71,10 @@ class StandInWatch:
     def spin(self, seconds):
         spin_until(self.node, lambda: False, seconds)
 
+    def until(self, predicate, timeout: float) -> bool:
+        """Spin until predicate() is true (what it reads comes in through this node)."""
+        return spin_until(self.node, predicate, timeout)
+
     def reflexed(self) -> str | None:
         """For graphs.finish, in tests where nothing may touch anything: a reflex there is a
         failure of the runner, and the test stops at once with it."""
@@ -174,9 +178,7 @@ def test_a_campaign_counts_a_reflex_reruns_a_driver_fault_and_warms_the_policy_u
                            server_port=fake.port, camera_hz=1)
         try:
             trials = lambda: list(dict.fromkeys(ticks))  # noqa: E731 (the trials seen ticking, in order)
-            deadline = time.monotonic() + 300
-            while time.monotonic() < deadline and not (len(trials()) >= 2 and ticks.count(trials()[1]) > 10):
-                watch.spin(0.1)
+            watch.until(lambda: len(trials()) >= 2 and ticks.count(trials()[1]) > 10, 300)
             assert len(trials()) >= 2, "the second trial never got going"
             inject.publish(String(data=json.dumps({"driver": "crash"})))
             watch.spin(4.0)  # a person restarts franka's bring-up (the trial is retried meanwhile)
@@ -252,19 +254,25 @@ def test_killing_the_policy_server_mid_episode_holds_the_robot_and_the_trial_run
     proc = launch_mock(tmp_path, f"campaign:={campaign(tmp_path, 'k', 'droid_twin_oracle', levels=(0,), trials=1)}",
                        "campaign_id:=k", "start_policy_server:=false", port=port)
     try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline and not (watch.status.get("trajectories", 0) > 60):
-            watch.spin(0.2)  # the episode is under way once the runner streams segments
+        # the episode is under way once the runner streams segments
+        watch.until(lambda: watch.status.get("trajectories", 0) > 60, 180)
         assert watch.status.get("trajectories", 0) > 60, "the episode never got going"
         moving = [s for t, s in watch.speeds[-10:]]
         killed = time.monotonic()
         server.send_signal(signal.SIGKILL)
         server.wait()
-        watch.spin(2.5)
-        holds = [t for t in watch.status.get("hold_times", []) if t > killed]
+
+        def holds_after() -> list[float]:
+            return [t for t in watch.status.get("hold_times", []) if t > killed]
+
+        def rest_after() -> list[float]:
+            return [t for t, s in watch.speeds if t > killed and s < 0.02]
+
+        watch.until(lambda: holds_after() and rest_after(), 2.5)
+        holds = holds_after()
         assert holds, watch.status
         assert holds[0] - killed <= 0.1 + 1 / 15 + 0.1, f"first hold {holds[0] - killed:.3f} s after the kill"
-        rest = [t for t, s in watch.speeds if t > killed and s < 0.02]
+        rest = rest_after()
         assert rest and rest[0] - killed < 1.5, (moving, watch.speeds[-20:])
         print(f"first hold {holds[0] - killed:.3f} s after the kill; arm at rest {rest[0] - killed:.3f} s after it")
         server = servers.start_server("droid_twin_oracle", port)  # back: the trial runs again

@@ -5,7 +5,6 @@ to a late, repeated or malformed command (dropped, never applied)."""
 from __future__ import annotations
 
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -17,6 +16,7 @@ pytest.importorskip("rclpy")
 from indgen_core.episode import PolicyUnavailable  # noqa: E402
 from indgen_core.lockstep import AnswerSlot  # noqa: E402
 from indgen_core.ros import fr3  # noqa: E402
+from indgen_core.waiting import wait_until  # noqa: E402
 
 
 def test_joint_state_round_trip_in_any_name_order():
@@ -124,10 +124,8 @@ def test_twin_io_over_dds_drops_stale_and_malformed_commands(ros_context):
     spinner = threading.Thread(target=executor.spin, daemon=True)
     spinner.start()
     try:
-        deadline = time.monotonic() + 10
-        while arm_pub.get_subscription_count() == 0 or io.tick_pub.get_subscription_count() == 0:
-            assert time.monotonic() < deadline, "discovery did not complete"
-            time.sleep(0.05)
+        assert wait_until(lambda: arm_pub.get_subscription_count() > 0 and io.tick_pub.get_subscription_count() > 0,
+                          10, poll=0.05), "discovery did not complete"
         setup = type("S", (), {"trial_id": "t-1"})()
         obs = {"joint_position": np.zeros(7), "joint_velocity": np.zeros(7), "gripper_position": 0.0}
         action = io.exchange(setup, 0, obs, fr3.JointState().header.stamp, 10.0, lambda: None)

@@ -25,6 +25,7 @@ from ros_helpers import spin_until, spinning
 
 from indgen_core import graph, messages, topics
 from indgen_core.robot_config import load_robot_config
+from indgen_core.waiting import wait_until
 
 pytestmark = [pytest.mark.ros, pytest.mark.realtime]
 rclpy = pytest.importorskip("rclpy")
@@ -117,8 +118,8 @@ class Session:
                                  lambda m: self.joints.append((time.monotonic(), np.array(m.position))), LOCKSTEP)
         node.create_subscription(JointState, CONFIG.merged_joint_states,
                                  lambda m: self.merged.append((time.monotonic(), m)), LOCKSTEP)
-        node.create_subscription(String, "/indgen/sim/stand_in/status",
-                                 lambda m: self.status.update(json.loads(m.data)), LATCHED)
+        self.status_at = 0.0  # when the latest status came
+        node.create_subscription(String, "/indgen/sim/stand_in/status", self._on_status, LATCHED)
         self.inject_pub = node.create_publisher(String, "/indgen/sim/stand_in/inject", LOCKSTEP)
         self.prepare_client = node.create_client(PrepareTrial, topics.PREPARE_TRIAL)
         self.estop = node.create_client(SetBool, topics.ESTOP)
@@ -146,15 +147,15 @@ class Session:
         self.policy.behaviour = behaviour
         goal = self.RunEpisode.Goal(setup=convert.setup_to_msg(self.setup(name, steps),
                                                                self.node.get_clock().now().to_msg()))
-        assert _wait(self.episodes.server_is_ready, 30)
+        assert wait_until(self.episodes.server_is_ready, 30)
         send = self.episodes.send_goal_async(goal)
-        assert _wait(send.done, 10) and send.result().accepted
+        assert wait_until(send.done, 10) and send.result().accepted
         return send.result()
 
     def result(self, handle, timeout=120):
 
         result = handle.get_result_async()
-        assert _wait(result.done, timeout), "the episode did not end"
+        assert wait_until(result.done, timeout), "the episode did not end"
         return messages.result_from_msg(result.result().result.result), result.result().status
 
     def run(self, name, steps, behaviour, during=None):
@@ -169,11 +170,17 @@ class Session:
         self.inject_pub.publish(String(data=json.dumps(order)))
 
     def ticking(self, name, after=10):
-        assert _wait(lambda: self.policy.last() is not None and self.policy.last().trial_id == name and
-                     self.policy.last().step > after, 30)
+        assert wait_until(lambda: self.policy.last() is not None and self.policy.last().trial_id == name and
+                          self.policy.last().step > after, 30)
+
+    def _on_status(self, msg):
+        self.status.update(json.loads(msg.data))
+        self.status_at = time.monotonic()
 
     def fresh_status(self):
-        time.sleep(1.2)  # the stand-in's latched status (every 0.5 s) is current
+        """The stand-in's status as it published it one period (0.5 s) or more after now."""
+        asked = time.monotonic()
+        assert wait_until(lambda: self.status_at > asked + 0.5, 10), "the stand-in's status stopped"
         return dict(self.status)
 
 
@@ -185,32 +192,20 @@ def robot(ros_context):
     session = Session(node, stand_in)
     try:
         with spinning(node):
-            assert _wait(lambda: len(session.joints) > 5, 60), "no joint states from the stand-in"
+            assert wait_until(lambda: len(session.joints) > 5, 60), "no joint states from the stand-in"
             yield session
     finally:
         node.destroy_node()
         session.logs = _stop(runner), _stop(stand_in)
 
 
-def _wait(predicate, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
-
-
 def _call(client, request, timeout=30.0):
-    future = None
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if client.service_is_ready():
-            future = client.call_async(request)
-            if _wait(future.done, min(timeout, 25.0)):
-                return future.result()
-        time.sleep(0.1)
-    raise AssertionError(f"no answer from {client.srv_name}")
+    from indgen_core.ros.base import call
+
+    reply = call(client, request, timeout, attempt_s=25.0)  # a prepare moves the arm: it takes a while
+    if reply is None:
+        raise AssertionError(f"no answer from {client.srv_name}")
+    return reply
 
 
 def test_the_runner_resets_never_applies_a_bad_command_and_serves_a_cancel_mid_episode(robot):
@@ -254,7 +249,7 @@ def test_the_runner_resets_never_applies_a_bad_command_and_serves_a_cancel_mid_e
     assert not refused.ready and "an episode is running" in refused.message and time.monotonic() - asked < 2.0
     cancel = handle.cancel_goal_async()
     asked = time.monotonic()
-    assert _wait(cancel.done, 5.0) and time.monotonic() - asked < 1.0
+    assert wait_until(cancel.done, 5.0) and time.monotonic() - asked < 1.0
     result, status = s.result(handle, timeout=5)
     assert status == 5 and result.outcome.name == "ABORTED" and "cancelled" in result.reason  # GoalStatus CANCELED
     assert result.steps < 600
@@ -262,7 +257,7 @@ def test_the_runner_resets_never_applies_a_bad_command_and_serves_a_cancel_mid_e
     def freeze():  # the whole stand-in hangs (SIGSTOP): its joint states stop
         s.ticking("stale")
         s.stand_in.send_signal(signal.SIGSTOP)
-        time.sleep(1.0)
+        time.sleep(1.0)  # hung for a second
         s.stand_in.send_signal(signal.SIGCONT)
 
     stale = s.run("stale", 200, lambda tick: "still", during=freeze)
@@ -299,7 +294,7 @@ def test_frozen_merged_joint_states_a_reflex_and_a_driver_fault_each_end_the_epi
     faulted = time.monotonic()
     s.inject({"fault": "communication_constraints_violation"})
     result, _ = s.result(handle)
-    time.sleep(1.0)
+    time.sleep(1.0)  # a second more of the merged /joint_states, frozen, and of no tick
     ticks_after = [t for t, tick in s.policy.ticks if t > faulted and tick.trial_id == "frozen"]
     merged_after = [m for t, m in s.merged if t > faulted + 0.3]
     assert result.outcome.name == "ABORTED" and "held still" in result.reason, result.reason
@@ -334,7 +329,7 @@ def test_frozen_merged_joint_states_a_reflex_and_a_driver_fault_each_end_the_epi
     refused = s.prepare("driver_down")
     assert not refused.ready and "recovery failed" in refused.message, refused.message
     s.inject({"driver": "restart"})
-    time.sleep(0.5)
+    assert wait_until(lambda: s.status.get("driver_running"), 10)  # the stand-in took the restart
     assert s.prepare("driver_back").ready
 
 
@@ -357,8 +352,8 @@ def test_volatile_and_best_effort_estop_publishers_hold_within_one_tick(robot):
     }
     for i, (kind, qos) in enumerate(publishers.items()):
         pedal = s.node.create_publisher(Bool, topics.ESTOP, qos)
-        assert _wait(lambda p=pedal: p.get_subscription_count() >= 1, 10), kind
-        time.sleep(0.3)
+        assert wait_until(lambda p=pedal: p.get_subscription_count() >= 1, 10), kind
+        time.sleep(0.3)  # the runner's reader matches this writer a moment later (not observable here)
         handle = s.start(f"pedal{i}", 600, lambda tick: 0.1 * DOWN)
         s.ticking(f"pedal{i}")
         pressed = time.monotonic()
@@ -370,7 +365,7 @@ def test_volatile_and_best_effort_estop_publishers_hold_within_one_tick(robot):
         assert holds and holds[0] - pressed <= PERIOD, f"{kind}: first hold {holds[0] - pressed:.3f} s after"
         print(f"e-stop from a {kind} publisher: hold {holds[0] - pressed:.3f} s after it")  # pytest -s
         pedal.publish(Bool(data=False))
-        assert _wait(lambda n=f"released{i}": s.prepare(n).ready, 10), kind
+        assert wait_until(lambda n=f"released{i}": s.prepare(n).ready, 10), kind
         s.node.destroy_publisher(pedal)
 
 
@@ -423,9 +418,7 @@ def test_frozen_camera_no_command_from_a_stale_frame(tmp_path, ros_context):
     try:
         setup_pub.publish(setup_to_msg(setup, node.get_clock().now().to_msg()))
         assert spin_until(node, lambda: ticks.get_subscription_count() > 0, 60), policy.output()
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not commands:
-            run(1)
+        wait_until(lambda: run(1) or commands, 60, poll=0)  # ticks until the policy node answers one
         assert commands, policy.output()[-3000:]
         run(16, start=1)
         answered = [seq for seq in sent if seq in commands]

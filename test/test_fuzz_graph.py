@@ -64,7 +64,7 @@ def _subscriptions(node, names: list[str]) -> dict[str, list[tuple[str, str]]]:
 
 def _services(node, names: list[str]) -> list[tuple[str, str]]:
     """IndGen's own services of the graph (an action's internal services are rclpy's: a
-    fuzzed goal would just queue an episode, see the README's security section)."""
+    fuzzed goal would just queue an episode, see docs/security.md)."""
     found = set()
     for name in names:
         for service, types in node.get_service_names_and_types_by_node(name, "/"):

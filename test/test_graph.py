@@ -13,6 +13,7 @@ import pytest
 
 from indgen_core import graph, launcher
 from indgen_core.configfile import ConfigError
+from indgen_core.waiting import wait_until
 
 
 def load_launch_file(repo, name="blockenv_axis"):
@@ -202,7 +203,6 @@ def test_a_killed_launcher_leaves_no_process_behind(tmp_path):
     """SIGKILL gives the launcher no chance to clean up; its children must still go."""
     import signal
     import textwrap
-    import time
 
     script = tmp_path / "launch_two.py"
     script.write_text(textwrap.dedent(f"""
@@ -215,18 +215,19 @@ def test_a_killed_launcher_leaves_no_process_behind(tmp_path):
     """))
     proc = subprocess.Popen([sys.executable, str(script)])
     out = tmp_path / "out.txt"
-    deadline = time.monotonic() + 30
     pids = []
-    while time.monotonic() < deadline and len(pids) < 2:
-        time.sleep(0.1)
+
+    def both_up() -> bool:
+        nonlocal pids
         if out.exists():
             pids = [int(line.split()[-1]) for line in out.read_text().splitlines() if line.startswith("[sleeper")]
+        return len(pids) >= 2
+
+    wait_until(both_up, 30, poll=0.1)
     assert len(pids) == 2
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(_alive(p) for p in pids):
-        time.sleep(0.1)
+    wait_until(lambda: not any(_alive(p) for p in pids), 10, poll=0.1)
     assert not any(_alive(p) for p in pids), "a child outlived its launcher"
 
 
@@ -322,9 +323,7 @@ def test_launcher_escalates_sigint_sigterm_sigkill_on_a_child_that_ignores_them(
     out = io.StringIO()
     run = launcher.Launcher([stubborn], out=out, grace_s=1.0)
     run.start()
-    deadline = time.monotonic() + 20
-    while "[stubborn] up" not in out.getvalue() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: "[stubborn] up" in out.getvalue(), 20, poll=0.05)
     t0 = time.monotonic()
     run.shutdown()
     took = time.monotonic() - t0

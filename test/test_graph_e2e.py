@@ -15,6 +15,7 @@ import yaml
 from indgen_core.campaign import CampaignConfig, plan_campaign
 from indgen_core.runner import run_campaign_batched
 from indgen_core.store import ResultsStore
+from indgen_core.waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.ros]
 
@@ -51,7 +52,7 @@ def _rnn_checkpoint(path):
     from indgen_sim.blockenv.train import TrainConfig, save_checkpoint, train
 
     torch.manual_seed(0)
-    model, info = train("rnn", generate([0, 1, 2], 300, noise=0.5), TrainConfig(epochs=12), log=lambda s: None)
+    model, info = train("rnn", generate([0, 1, 2], 300, noise=0.5), TrainConfig(epochs=12))
     return save_checkpoint(model, path, info), model
 
 
@@ -90,30 +91,31 @@ def test_killing_the_policy_server_aborts_the_trial_and_the_campaign_continues(t
     graph = launch(f"db:={db}", f"report_dir:={tmp_path / 'rep'}", "start_policy_server:=false",
                    f"server_uri:=ws://127.0.0.1:{port}", "campaign_id:=kill", "action_timeout_s:=3.0")
     try:
-        deadline = time.monotonic() + 120
-        done = 0
-        while time.monotonic() < deadline:
-            time.sleep(0.02)
-            if not db.exists():
-                continue
-            with ResultsStore(db) as store:
-                if store.has_campaign("kill"):
-                    done = sum(r.status == "done" for r in store.rows("kill"))
-            if done >= 8:
-                break
-        assert done >= 8, "the campaign never got going"
-        servers.stop(server)  # mid-campaign
-        aborted = 0
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and aborted == 0:
-            time.sleep(0.2)
+        done = aborted = 0
+
+        def going() -> bool:
+            nonlocal done
+            if db.exists():
+                with ResultsStore(db) as store:
+                    if store.has_campaign("kill"):
+                        done = sum(r.status == "done" for r in store.rows("kill"))
+            return done >= 8
+
+        def any_aborted() -> bool:
+            nonlocal aborted
             with ResultsStore(db) as store:
                 aborted = sum(r.aborted_attempts for r in store.rows("kill"))
+            return aborted > 0
+
+        wait_until(going, 120)
+        assert done >= 8, "the campaign never got going"
+        servers.stop(server)  # mid-campaign
+        wait_until(any_aborted, 60, poll=0.2)
         assert aborted >= 1, "no trial was marked aborted after the server died"
         with ResultsStore(db) as store:
             stalled = sum(r.status == "done" for r in store.rows("kill"))
         assert stalled < 50  # the campaign waited instead of finishing without a policy
-        time.sleep(2.0)
+        time.sleep(2.0)  # the server stays away a while: the campaign waits, retrying
         server = servers.start_server("blockenv_oracle", port)  # the server comes back
         out = finish(graph, timeout=300)
     finally:

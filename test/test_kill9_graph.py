@@ -26,6 +26,7 @@ import servers
 import yaml
 
 from indgen_core.store import ResultsStore
+from indgen_core.waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.ros, pytest.mark.realtime]
 
@@ -74,33 +75,36 @@ def _kill_through(graph: Graph, total: int, kills: list[str], rng: random.Random
     """Kill each victim in turn at a random moment, once the campaign has moved on since the
     last kill; relaunch the graph when its launch ended. Returns what was killed, when."""
     done_log = []
-    deadline = time.monotonic() + timeout
     last_done = -1
-    while time.monotonic() < deadline:
+
+    def finished() -> bool:
+        """One round of the scenario; True once the campaign is done and its launch ended."""
+        nonlocal last_done
         if graph.proc.poll() is not None:
             if graph.done() >= total:
-                break
+                return True
             graph.start()  # the progression manager died: `indgen launch` ends; launch again (resume)
-            time.sleep(1.0)
-            continue
+            time.sleep(1.0)  # the relaunched graph gets a second before the next kill can come
+            return False
         done = graph.done()
         if kills and done > last_done and done < total:
-            time.sleep(rng.uniform(0.0, max_delay))
+            time.sleep(rng.uniform(0.0, max_delay))  # a random moment of the running trial
             victim = kills[0]
             pid = graph.pid(victim)
             if pid is None:
-                time.sleep(0.1)
-                continue
+                return False  # not up (again) yet
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
-                continue
+                return False
             kills.pop(0)
             done_log.append(f"{victim} at {graph.done()}/{total}")
             last_done = graph.done()
             with graph._lock:
                 graph.pids.pop(victim, None)
-        time.sleep(0.05)
+        return False
+
+    wait_until(finished, timeout, poll=0.05)
     return done_log
 
 

@@ -3,8 +3,6 @@ the same pixels as rendering every camera on every tick, from a fraction of the 
 
 from __future__ import annotations
 
-import time
-
 import graphs
 import numpy as np
 import pytest
@@ -14,6 +12,7 @@ import yaml
 from indgen_core.episode import run_episode
 from indgen_core.records import TaskSetup
 from indgen_core.specs.droid import EXTERIOR, WRIST, DroidSpec
+from indgen_core.waiting import wait_until
 from indgen_sim.twin.pi05_standin import IMAGES, Pi05StandIn
 from indgen_sim.twin.world import DroidTwinWorld, StaleFrame
 
@@ -100,7 +99,7 @@ def test_through_the_graph_the_policy_gets_the_same_images_whether_rendered_ever
         "max_steps": 24}))
     node = rclpy.create_node("exchange_listener", context=ros_context)
     heard: list = []
-    node.create_subscription(PolicyExchange, topics.POLICY_EXCHANGE, heard.append, RELIABLE)
+    listener = node.create_subscription(PolicyExchange, topics.POLICY_EXCHANGE, heard.append, RELIABLE)
     seen, frames = {}, {}
     with spinning(node):
         for mode in ("every_tick", "on_request"):
@@ -116,10 +115,10 @@ def test_through_the_graph_the_policy_gets_the_same_images_whether_rendered_ever
                                  f"report_dir:={tmp_path / 'rep'}")
             server = None
             try:
-                deadline = time.monotonic() + 60
-                while node.count_publishers(topics.POLICY_EXCHANGE) < 1 and time.monotonic() < deadline:
-                    time.sleep(0.1)
-                time.sleep(1.0)
+                # matched by this listener's own reader (the graph's list of publishers comes first);
+                # the server's start, the policy node's connect and warm-up leave the writer time
+                # to match the reader before the first request
+                wait_until(lambda: listener.get_publisher_count() >= 1, 60, poll=0.1)
                 server = servers.start_server("droid_pi05_standin", port)
                 graphs.finish(proc, timeout=240)
             finally:

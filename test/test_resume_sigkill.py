@@ -8,7 +8,6 @@ import random
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 import toy_setup
@@ -18,6 +17,7 @@ from indgen_core.campaign import CampaignConfig, plan_campaign
 from indgen_core.inprocess import InProcessExecutor
 from indgen_core.runner import run_campaign
 from indgen_core.store import ResultsStore
+from indgen_core.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -48,9 +48,8 @@ def test_sigkill_at_random_points_then_resume_equals_uninterrupted(monkeypatch, 
         args = (["campaign", "resume", "killme-1"] if planned else
                 ["campaign", "run", str(config), "--id", "killme-1"])
         proc = indgen(env, *args, "--db", str(db))
-        deadline = time.monotonic() + (rng.uniform(0.6, 1.6) if kills < 6 else 300)
-        while proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.01)
+        # a random moment to kill it at (then, after six kills, the run's end)
+        wait_until(lambda p=proc: p.poll() is not None, rng.uniform(0.6, 1.6) if kills < 6 else 300, poll=0.01)
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             proc.wait()

@@ -294,8 +294,7 @@ def test_a_checkpoint_from_an_older_input_layout_is_refused_in_one_sentence(tmp_
 
     from indgen_sim.twin import bc, policy_input
 
-    ckpt = bc.train(np.zeros((16, policy_input.FEATURES), np.float32), np.zeros((16, 7), np.float32), epochs=1,
-                    log=lambda _: None)
+    ckpt = bc.train(np.zeros((16, policy_input.FEATURES), np.float32), np.zeros((16, 7), np.float32), epochs=1)
     current = bc.save(ckpt, tmp_path / "current.pt", {})
     old = bc.save({**ckpt, "mean": ckpt["mean"][:25], "std": ckpt["std"][:25]}, tmp_path / "old.pt", {})
     assert not bc.outdated(current) and bc.outdated(old) and not bc.outdated(tmp_path / "missing.pt")

@@ -51,7 +51,7 @@ def test_oracle_then_tau0_policy_through_the_graph(tmp_path, monkeypatch):
     # a small tau_0 policy (the real training code, a few episodes) on the certified level
     from indgen_sim.twin import bc
 
-    ckpt = bc.train_and_save(tmp_path / "bc.pt", log=lambda s: None, demo_episodes=4, rounds=1,
+    ckpt = bc.train_and_save(tmp_path / "bc.pt", demo_episodes=4, rounds=1,
                              episodes_per_round=2, epochs=3)
     run_graph(tmp_path, f"campaign:={campaign(tmp_path / 'b.yaml', 'b', 'droid_twin_bc', 'evaluate', 5)}",
               "campaign_id:=bc", "policy:=droid_twin_bc", f"checkpoint:={ckpt}")
@@ -82,7 +82,7 @@ def test_the_camera_policy_sees_only_pi05s_request_through_the_graph_and_matches
     from indgen_sim.twin.vision.training import train_and_save
 
     monkeypatch.setenv("INDGEN_ARTIFACTS", str(tmp_path / "artifacts"))
-    ckpt = train_and_save(tmp_path / "v.pt", log=lambda s: None, demo_episodes=2, rounds=0,
+    ckpt = train_and_save(tmp_path / "v.pt", demo_episodes=2, rounds=0,
                           perception_epochs=1, control_epochs=2, control_demos=2, state_rounds=0,
                           view_layouts=3, builtin=True)
     path = tmp_path / "v.yaml"

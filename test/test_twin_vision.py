@@ -5,6 +5,7 @@ and a request without pi0.5-DROID's images is refused, not guessed at."""
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 
@@ -117,7 +118,7 @@ def test_a_held_object_is_where_the_hand_holds_it(checkpoint):
     assert not holding(0.0) and holding(0.48) and holding(0.31) and not holding(1.0)
 
 
-def test_the_in_hand_offset_is_the_median_over_frames_that_hold_the_object():
+def test_the_in_hand_offset_is_the_median_over_frames_that_hold_the_object(caplog):
     from indgen_sim.twin import policy_input
 
     kin, rng = policy_input.kinematics(True), np.random.default_rng(0)
@@ -135,10 +136,10 @@ def test_the_in_hand_offset_is_the_median_over_frames_that_hold_the_object():
     found = in_hand_offsets({"state": np.array(state), "target": np.array(target)})
     np.testing.assert_allclose(found["stack"], offset, atol=0.001)
     np.testing.assert_allclose(found["scale"], offset, atol=0.001)
-    told = []
-    assert in_hand_offsets({"state": np.array(state[1:3]), "target": np.array(target[1:3])},
-                           told.append)["stack"] == [0.0, 0.0, 0.0]
-    assert "no training frame holds the stack task's object" in told[0]
+    with caplog.at_level(logging.WARNING, logger="indgen_sim.twin.vision.features"):
+        assert in_hand_offsets({"state": np.array(state[1:3]), "target": np.array(target[1:3])})["stack"] == [0.0] * 3
+    assert caplog.records[0].levelno == logging.WARNING
+    assert "no training frame holds the stack task's object" in caplog.messages[0]
 
 
 def test_labels_are_scaled_per_task_with_a_floor():
@@ -195,7 +196,7 @@ def test_views_show_fresh_layouts_from_the_demonstrations_arm_poses_with_true_la
     from indgen_sim.twin.world import DroidTwinWorld
 
     poses = np.array([RESET_Q, np.asarray(RESET_Q) + 0.15])
-    got = views(3, poses, per_layout=2, builtin=True, log=lambda _: None)
+    got = views(3, poses, per_layout=2, builtin=True)
     assert {k: v.shape[0] for k, v in got.items()} == dict.fromkeys(FRAME_KEYS, 6)
     assert got["exterior"].shape[1:] == got["wrist"].shape[1:] == (IMAGE, IMAGE, 3)
     assert len({got["target"][i].tobytes() for i in (0, 2, 4)}) == 3  # three layouts

@@ -21,6 +21,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from indgen_core.episode import PolicyUnavailable
+from indgen_core.waiting import wait_until
 from indgen_core.wire import codec
 from indgen_core.wire.client import RemotePolicy
 
@@ -112,15 +113,17 @@ def _declare_huge_frame(port: int) -> int:
     try:
         sock.sendall(b"\x82" + bytes([0x80 | 127]) + struct.pack(">Q", 2 * 1024**3) + b"\x00\x00\x00\x00" + b"x" * 64)
         data = b""
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+
+        def closed() -> bool:  # read until the server closes the connection
+            nonlocal data
             try:
                 chunk = sock.recv(65536)
             except (ConnectionResetError, TimeoutError):
-                break
-            if not chunk:
-                break
+                return True
             data += chunk
+            return not chunk
+
+        wait_until(closed, 10, poll=0)
         # skip the metadata frame, find the close frame (opcode 0x8) and read its code
         i = 0
         while i + 2 <= len(data):
@@ -159,13 +162,13 @@ def test_crafted_frames_close_only_their_own_connection_and_the_server_keeps_ser
                 answered.append(remote.infer(blockenv_request())["actions"].shape)
             except PolicyUnavailable as exc:
                 failures.append(str(exc))
-            time.sleep(0.01)
+            time.sleep(0.01)  # a client's pace: a request every 10 ms or so
         remote.close()
 
     watcher = threading.Thread(target=good_client, daemon=True)
     try:
         watcher.start()
-        time.sleep(0.5)
+        assert wait_until(lambda: answered, 30), failures  # the other client is being served
         codes = {}
         for name, (frame, _) in CRAFTED.items():
             before = len(answered)
@@ -176,12 +179,11 @@ def test_crafted_frames_close_only_their_own_connection_and_the_server_keeps_ser
                 with pytest.raises(ConnectionClosed):
                     ws.recv(timeout=10)
                 codes[name] = ws.close_code
-            time.sleep(0.2)
+            wait_until(lambda b=before: len(answered) > b, 5)
             assert len(answered) > before, f"the other client got no answer while '{name}' was refused"
-        codes["2 GiB declared frame"] = _declare_huge_frame(port)
-        time.sleep(0.3)
+        codes["2 GiB declared frame"] = _declare_huge_frame(port)  # returns once the server closed it
         n = len(answered)
-        time.sleep(0.3)
+        wait_until(lambda: len(answered) > n, 5)
         assert len(answered) > n
         assert proc.poll() is None, "the server died"
         peak = _peak_rss_mb(proc.pid)
@@ -291,8 +293,7 @@ def test_connection_cap_and_api_key(tmp_path, monkeypatch):
         with pytest.raises(PolicyUnavailable, match="503"):
             RemotePolicy(f"ws://127.0.0.1:{port}", api_key="s3cret", connect_timeout=0.5).connect()
         assert first.infer(blockenv_request())["actions"].shape == (1, 3)
-        second.close()
-        time.sleep(0.3)
+        second.close()  # its slot is free once the server has seen it go: a connect retries a 503 until then
         monkeypatch.setenv("INDGEN_POLICY_API_KEY", "s3cret")
         from indgen_core.wire.client import read_api_key
 

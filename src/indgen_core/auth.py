@@ -7,7 +7,7 @@ progression manager (which has the store open) signs the results and statuses it
 with an HMAC-SHA256 over the message's serialised bytes; the scorer (which has the same store
 open) commits only what verifies. A process that cannot read the store cannot forge a
 result; one that can read it could as well write the store directly, so the store file's
-permissions are the boundary (README, "Security").
+permissions are the boundary (docs/security.md).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ is not empty; positional values go after a "--" item, so no value can become an 
 the command it is passed to. A node
 with `respawn: true` is restarted when it dies (both launch paths), instead of ending the
 launch. A profile argument `enclaves` (an SROS2 enclave prefix such as /indgen) gives every ROS
-node `--enclave <prefix>/<node name>` (README, "Security").
+node `--enclave <prefix>/<node name>` (docs/security.md).
 
 A profile may `extends: OTHER`: it takes OTHER's nodes and arguments and changes only what it
 names (a new default for an argument, a description), so two graphs that differ in their

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 
 from indgen_core.graph import NodeSpec, executable_path
+from indgen_core.waiting import wait_until
 
 COLORS = ["36", "33", "35", "32", "34", "31", "96", "93"]
 RESPAWN_DELAY_S = 1.0
@@ -175,9 +176,7 @@ class Launcher:
             for child in alive:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(child.proc.pid, sig)
-            deadline = time.monotonic() + wait
-            while time.monotonic() < deadline and any(c.proc.poll() is None for c in alive):
-                time.sleep(0.05)
+            wait_until(lambda: all(c.proc.poll() is not None for c in alive), wait, poll=0.05)  # noqa: B023 (waited for here)
             alive = [c for c in alive if c.proc.poll() is None]
             if not alive:
                 break

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-import time
 import uuid
 
 from indgen_core import operator
 from indgen_core.records import Outcome, Source, TaskSetup, TrialResult
 from indgen_core.runner import StopCampaign
+from indgen_core.waiting import wait_until
 
 LABEL_OUTCOMES = {
     operator.SUCCESS: Outcome.SUCCESS,
@@ -200,9 +200,8 @@ class OperatorFlow:
         return True, f"{row.trial_id} relabelled {outcome.name.lower()} (was {row.outcome})"
 
     def wait_committed(self, relabel_id: str, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if any(r.get("ref") == relabel_id for r in self.pm.store.label_history(self.pm.record.id)):
-                return True
-            time.sleep(0.05)
-        return False
+        return wait_until(
+            lambda: any(r.get("ref") == relabel_id for r in self.pm.store.label_history(self.pm.record.id)),
+            timeout,
+            poll=0.05,
+        )

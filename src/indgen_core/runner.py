@@ -8,7 +8,6 @@ before the next trial starts. Killed at any instant, it resumes where it stopped
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -16,6 +15,7 @@ from indgen_core import campaign as campaign_mod
 from indgen_core.errors import IndGenError
 from indgen_core.records import Outcome, TaskSetup, TrialResult
 from indgen_core.store import PlannedTrial, ResultsStore
+from indgen_core.waiting import wait_until
 
 Executor = Callable[[TaskSetup], TrialResult]
 BatchExecutor = Callable[[list[TaskSetup]], list[TrialResult]]
@@ -155,17 +155,11 @@ def run_campaign(
         delay = abort_backoff_s * min(2 ** (aborts - 1), 30)
         if on_wait is not None:
             on_wait(result.reason, delay)
-        _sleep_unless(should_stop, delay)
+        wait_until(should_stop, delay, poll=0.05)  # the back-off, cut short by a stop
     summary.remaining = len(store.pending_trials(campaign_id))
     campaign_mod.refresh_certificates(store, record)
     store.set_status(campaign_id, "done" if summary.remaining == 0 else "stopped")
     return summary
-
-
-def _sleep_unless(should_stop: Callable[[], bool], seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and not should_stop():
-        time.sleep(min(0.05, max(deadline - time.monotonic(), 0)))
 
 
 def run_campaign_batched(

@@ -1,7 +1,7 @@
 """Topic, service and action names of the node graph: one place, used by every node and by
 the graph profiles, so that publisher and subscriber can never disagree on a name.
 
-The FR3 names map one-to-one onto the real franka_ros2 stack (see README, "Robot interface").
+The FR3 names map one-to-one onto the real franka_ros2 stack (see docs/guides/twin.md).
 """
 
 TASK_SETUP = "/indgen/task_setup"
@@ -25,7 +25,7 @@ BLOCKENV_OBSERVATION = "/blockenv/observation"
 BLOCKENV_ACTION = "/blockenv/action"
 
 # The FR3's interface to the policy node, the same for the MuJoCo twin and the real robot
-# (README, "Robot interface"): franka_ros2's /joint_states, DROID-style camera topics, and the
+# (docs/guides/twin.md): franka_ros2's /joint_states, DROID-style camera topics, and the
 # policy's DROID commands on IndGen's own topics, which only the world reads (the twin, or the
 # FR3 runner, which alone writes the robot's controllers).
 JOINT_STATES = "/joint_states"

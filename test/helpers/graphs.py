@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import pytest
 from procs import LoggedProcess
+
+from indgen_core.waiting import wait_until
 
 
 def launch(profile: str, *assignments: str, env=None, pipe: bool = False) -> subprocess.Popen:
@@ -31,13 +32,17 @@ def finish(proc: subprocess.Popen, timeout: float = 120, expect: int | None = 0,
     once a second while the graph runs (it may spin a node meanwhile), returns why the graph can
     no longer finish (a stand-in that reflexed and waits for a recovery nobody makes), or None:
     the test then fails at once with that reason, not at its timeout."""
-    deadline = time.monotonic() + timeout
     why = None
-    while proc.poll() is None and time.monotonic() < deadline and why is None:
-        if watch is None:
-            time.sleep(0.2)
-        else:
+
+    def ended() -> bool:
+        nonlocal why
+        if proc.poll() is not None:
+            return True
+        if watch is not None:
             why = watch()
+        return False
+
+    wait_until(ended, timeout, poll=0.2 if watch is None else 0, stop=lambda: why is not None)
     if proc.poll() is None:
         _stop(proc)
         out = _output(proc)

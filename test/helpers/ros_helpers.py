@@ -9,6 +9,8 @@ import threading
 import time
 from pathlib import Path
 
+from indgen_core.waiting import wait_until
+
 HELPERS = Path(__file__).parent
 
 
@@ -20,13 +22,15 @@ def spin_until(node, predicate, timeout: float, executor=None) -> bool:
     if own:
         executor = SingleThreadedExecutor(context=node.context)
         executor.add_node(node)
+
+    def spun() -> bool:  # this thread spins the node: what predicate() reads comes in meanwhile
+        if predicate():
+            return True
+        executor.spin_once(timeout_sec=0.05)
+        return False
+
     try:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if predicate():
-                return True
-            executor.spin_once(timeout_sec=0.05)
-        return predicate()
+        return wait_until(spun, timeout, poll=0) or bool(predicate())
     finally:
         if own:
             executor.remove_node(node)
@@ -84,8 +88,12 @@ def call_with_retry(node, make_future, timeout: float = 10.0, attempt_timeout: f
     is the standard remedy. Returns the completed future, or None on timeout.
     """
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    done = []
+
+    def answered() -> bool:
         future = make_future()
         if spin_until(node, future.done, timeout=min(attempt_timeout, deadline - time.monotonic())):
-            return future
-    return None
+            done.append(future)
+        return bool(done)
+
+    return done[0] if wait_until(answered, timeout, poll=0) else None

@@ -7,10 +7,9 @@ script, one per episode, in order."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 
-from indgen_core.ros.base import LATCHED
+from indgen_core.ros.base import LATCHED, call
 
 
 class ScriptedOperator:
@@ -76,18 +75,7 @@ class ScriptedOperator:
         self._latest = msg
 
     def _call(self, client, request, timeout=10.0):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and not self._stop.is_set():
-            if not client.service_is_ready():
-                time.sleep(0.1)
-                continue
-            future = client.call_async(request)
-            t = time.monotonic() + min(3.0, deadline - time.monotonic())
-            while not future.done() and time.monotonic() < t:
-                time.sleep(0.01)
-            if future.done():
-                return future.result()
-        return None
+        return call(client, request, timeout, stop=self._stop, attempt_s=3.0)
 
     def _register(self):
         while not self.session and not self._stop.is_set():
@@ -108,7 +96,7 @@ class ScriptedOperator:
             prompt = self._latest
             if prompt is None or not prompt.prompt_id or prompt.prompt_id in self._done_ids:
                 self._maybe_end()
-                time.sleep(0.05)
+                self._stop.wait(0.05)  # a person looks at the screen now and then
                 continue
             self._done_ids.add(prompt.prompt_id)
             request = self.Ack.Request(prompt_id=prompt.prompt_id, campaign_id=prompt.campaign_id,

@@ -5,10 +5,11 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 
 from procs import LoggedProcess
+
+from indgen_core.waiting import wait_until
 
 
 def free_port() -> int:
@@ -18,17 +19,17 @@ def free_port() -> int:
 
 
 def wait_healthy(port: int, timeout: float = 60.0, proc: LoggedProcess | None = None) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def healthy() -> bool:
         if proc is not None and proc.poll() is not None:
             raise RuntimeError(f"policy server exited: {proc.output()}")
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as r:
-                if r.status == 200:
-                    return
+                return r.status == 200
         except OSError:
-            time.sleep(0.1)
-    raise TimeoutError(f"no policy server on port {port}")
+            return False
+
+    if not wait_until(healthy, timeout, poll=0.1):
+        raise TimeoutError(f"no policy server on port {port}")
 
 
 def start_server(policy: str, port: int, *extra: str, env=None) -> LoggedProcess:

@@ -14,6 +14,7 @@ import sys
 from importlib import metadata
 
 from indgen_core import __version__
+from indgen_core.cli.logs import configure_logging
 from indgen_core.errors import IndGenError
 
 # module paths with a `register(subparsers)` function, in the order `--help` lists them
@@ -52,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    configure_logging()
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:

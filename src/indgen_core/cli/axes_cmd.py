@@ -11,7 +11,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "axes",
         help="list, show and check axes (config/axes/*.yaml)",
         description="Axes are the structured directions a task is moved along, one atomic step per "
-        "level. See README, 'Axes'.",
+        "level. See docs/concepts/axes.md.",
     )
     asub = p.add_subparsers(dest="axes_command", metavar="ACTION", required=True)
     lp = asub.add_parser(

@@ -1,4 +1,4 @@
-"""What every IndGen node shares: declared parameters read in one call, QoS profiles,
+"""What every IndGen node shares: typed parameters read in one call, QoS profiles,
 subscriptions and services that never die of a message, and a main() that shuts down cleanly
 on Ctrl-C or SIGTERM (a launcher stops its children that way).
 
@@ -18,17 +18,24 @@ puts them on a second node with its own executor thread (`extra_nodes`).
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
+from typing import TypeVar
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
+from indgen_core import node_declarations as nd
 from indgen_core.errors import IndGenError, first_line
+from indgen_core.waiting import wait_until
+
+P = TypeVar("P")
 
 #: seconds between a stop signal and a forced exit of a node that did not shut down by then
 EXIT_GRACE_S = 10.0
@@ -49,12 +56,14 @@ LEVEL_SCORES = QoSProfile(
 LOCKSTEP = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
 
 
-def declare(node: Node, **defaults) -> dict:
-    """Declare parameters with defaults (their types follow the defaults) and return their
-    values; a value of the wrong type (`-p trials:=abc`) is one sentence naming it."""
+def read_parameters(node: Node, parameters: type[P]) -> P:
+    """Declare the node's parameters (`parameters`: a dataclass of `node_declarations.param`
+    fields; their ROS types follow the defaults) and read them once; a value of the wrong type
+    (`-p trials:=abc`) is one sentence naming it."""
     from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 
-    for name, value in defaults.items():
+    declared = nd.defaults(parameters)
+    for name, value in declared.items():
         if not node.has_parameter(name):
             try:
                 node.declare_parameter(name, value)
@@ -65,7 +74,7 @@ def declare(node: Node, **defaults) -> dict:
                     f"{_TYPE_WORDS.get(type(value), type(value).__name__)}, got "
                     f"{_shown(given.value if given is not None else '?')}"
                 ) from None
-    return {name: node.get_parameter(name).value for name in defaults}
+    return parameters(**{name: node.get_parameter(name).value for name in declared})
 
 
 _TYPE_WORDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
@@ -194,6 +203,45 @@ def serve(node: Node, srv_type, name: str, callback: Callable, **kwargs):
     return node.create_service(srv_type, name, safe, **kwargs)
 
 
+# -- waiting for the executor's work ---------------------------------------------------------------
+# A node's executor spins on its own thread (run_node), and blocking work (a campaign, an
+# episode, a console's request) runs on another: that thread waits for a future, a server or
+# a reply by polling what the executor thread completes, never by spinning the node itself
+# (rclpy.spin_until_future_complete would take the node from its executor).
+
+
+def wait_future(future, timeout: float, *, stop=None, poll: float = 0.005) -> bool:
+    """True once `future` (an rclpy Future: a service call, a goal, its result) is done;
+    False when `timeout` seconds pass or `stop` (an Event or a callable) says stop first."""
+    return wait_until(future.done, timeout, poll=poll, stop=stop)
+
+
+def wait_server(client, timeout: float, *, stop=None, poll: float = 0.05) -> bool:
+    """True once the server of `client` (a service client or an action client) is there;
+    False when `timeout` seconds pass or `stop` says stop first."""
+    ready = client.server_is_ready if hasattr(client, "server_is_ready") else client.service_is_ready
+    return wait_until(ready, timeout, poll=poll, stop=stop)
+
+
+def call(client, request, timeout: float, *, stop=None, attempt_s: float = 2.0):
+    """The response of a service call, or None when none came within `timeout` seconds (or
+    `stop` said stop between attempts). It waits for the server, and asks again when an answer
+    does not come within `attempt_s`: right after discovery DDS can lose a request or its
+    reply even though the client sees the server as ready."""
+    deadline = time.monotonic() + timeout
+    replies = []
+
+    def answered() -> bool:
+        if client.service_is_ready():
+            future = client.call_async(request)
+            if wait_future(future, min(attempt_s, max(deadline - time.monotonic(), 0.1))):
+                replies.append(future.result())
+        return bool(replies)
+
+    wait_until(answered, timeout, poll=0.05, stop=stop)
+    return replies[0] if replies else None
+
+
 def run_node(factory: Callable[[], Node], on_ready: Callable[[Node], None] | None = None) -> int:
     """Spin a node until Ctrl-C, SIGTERM or node.request_exit(code). Configuration errors end
     as one line and exit status 2."""
@@ -227,8 +275,15 @@ def run_node(factory: Callable[[], Node], on_ready: Callable[[Node], None] | Non
         stop.set()
 
     node.request_exit = request_exit
+    nodes = (node, *getattr(node, "extra_nodes", list)())
+    try:
+        check_endpoints(node, nodes)
+    except IndGenError as exc:
+        print(f"{sys.argv[0].rsplit('/', 1)[-1]}: error: {exc}", file=sys.stderr)
+        rclpy.try_shutdown()
+        return exc.exit_code
     executors = []
-    for n in (node, *getattr(node, "extra_nodes", list)()):
+    for n in nodes:
         executor = SingleThreadedExecutor()
         executor.add_node(n)
         thread = threading.Thread(target=_spin, args=(executor, stop), daemon=True, name=f"spin-{n.get_name()}")
@@ -240,6 +295,11 @@ def run_node(factory: Callable[[], Node], on_ready: Callable[[Node], None] | Non
         while not stop.wait(0.1):
             pass
     finally:
+        try:  # the endpoints made while it ran (per trial, per robot) count as well
+            check_endpoints(node, nodes)
+        except IndGenError as exc:
+            print(f"{sys.argv[0].rsplit('/', 1)[-1]}: error: {exc}", file=sys.stderr)
+            exit_code["code"] = exc.exit_code
         close = getattr(node, "close", None)
         if close:
             close()
@@ -252,6 +312,53 @@ def run_node(factory: Callable[[], Node], on_ready: Callable[[Node], None] | Non
             n.destroy_node()
         rclpy.try_shutdown()
     return exit_code["code"]
+
+
+#: services every rclpy node has (its parameters, its type descriptions): never declared
+_OWN_SERVICES = re.compile(
+    r".*/(describe_parameters|get_parameters|get_parameter_types|list_parameters|set_parameters"
+    r"|set_parameters_atomically|get_type_description)$"
+)
+
+
+def _type_name(cls) -> str:
+    package, kind = cls.__module__.split(".")[:2]
+    return f"{package}/{kind}/{cls.__name__}"
+
+
+def created_endpoints(nodes) -> set[tuple[str, str, str]]:
+    """(kind, name, type) of every topic, service and action the nodes created, ROS' own left
+    out (/rosout, /parameter_events, the parameter services)."""
+    from rclpy.action.graph import get_action_client_names_and_types_by_node as action_clients
+    from rclpy.action.graph import get_action_server_names_and_types_by_node as action_servers
+
+    found: set[tuple[str, str, str]] = set()
+    for n in nodes:
+        found |= {(nd.PUBLISHER, p.topic_name, _type_name(p.msg_type)) for p in n.publishers}
+        found |= {(nd.SUBSCRIPTION, s.topic_name, _type_name(s.msg_type)) for s in n.subscriptions}
+        found |= {(nd.SERVICE, s.srv_name, _type_name(s.srv_type)) for s in n.services}
+        found |= {(nd.CLIENT, c.srv_name, _type_name(c.srv_type)) for c in n.clients}
+        me = (n.get_name(), n.get_namespace())
+        found |= {(nd.ACTION_SERVER, name, t[0]) for name, t in action_servers(n, *me)}
+        found |= {(nd.ACTION_CLIENT, name, t[0]) for name, t in action_clients(n, *me)}
+    return {
+        e
+        for e in found
+        if e[1] not in ("/rosout", "/parameter_events") and not (e[0] == nd.SERVICE and _OWN_SERVICES.match(e[1]))
+    }
+
+
+def check_endpoints(node: Node, nodes) -> None:
+    """With INDGEN_CHECK_ENDPOINTS=1 (the tests set it), an endpoint the node class does not
+    declare in ENDPOINTS (from its package's node_interfaces.py) is an error: the reference page
+    is generated from the declarations."""
+    if os.environ.get("INDGEN_CHECK_ENDPOINTS") != "1":
+        return
+    declared = getattr(node, "ENDPOINTS", ())
+    missing = nd.undeclared(declared, created_endpoints(nodes))
+    if missing:
+        listed = "; ".join(f"{kind} {name} ({type_name})" for kind, name, type_name in missing)
+        raise IndGenError(f"{node.get_name()} created endpoints its class does not declare in ENDPOINTS: {listed}")
 
 
 def _spin(executor, stop: threading.Event) -> None:

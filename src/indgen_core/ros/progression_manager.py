@@ -13,37 +13,7 @@ Only this campaign's nodes count: the results and statuses it publishes are sign
 campaign's key from the results store (auth.py), and an operator answer is accepted only for
 the prompt open now, from a console that registered on /indgen/operator_register.
 
-Parameters:
-  campaign (str)            campaign YAML; may be empty when campaign_id already exists (resume)
-  campaign_id (str)         id to create, or to resume when it is in the store
-  db (str)                  results store ("" = $INDGEN_DB or the default location)
-  allow_uncertified (bool), override_reason (str)   see `indgen campaign run --help`
-  episode_timeout_s (float) wall-clock limit of one episode before it is cancelled and aborted
-  server_wait_s (float)     how long to wait for the world's RunEpisode server per attempt
-  commit_timeout_s (float)  how long the scorer may take to commit a result
-  abort_backoff_s (float)   first wait after an aborted trial (doubles, at most 30x)
-  max_aborts_per_trial (int) a trial aborted this many times stops the campaign with its reason
-                            (0: retry for ever, the world or the policy server will come back)
-  world_silence_s (float)   a running episode with no feedback for this long is aborted
-  wait_for_operator (bool)  the person is in the loop (real robot): before each trial the world is
-                            prepared (/indgen/prepare_trial: the reset) and the setup prompt waits for
-                            an answer on /indgen/operator_ack
-  operator_labels (bool)    ask the person to label every episode (rehearsal in sim); episodes the
-                            world does not judge (the real robot) are always labelled
-  prepare_timeout_s (float) how long the world's prepare (reset) may take
-  prepare_retry_s (float)   ask again when no answer came this long (a request or reply lost to
-                            DDS discovery; the world answers a repeat for a trial it has prepared
-                            at once, without moving)
-  recorder (bool)           the graph records a bag: before each trial wait for the recorder to
-                            report itself steady (/indgen/recorder/status), so that the bag holds
-                            the trial from its first tick
-  recorder_wait_s (float)   how long to wait for that before the first trial (2 s before later ones);
-                            the campaign then goes on, and says that the bag may miss the start
-  exit_when_done (bool)     exit (status 0) when the campaign is done
-  axis, levels, trials, world_options   override the campaign file's axis, levels ("-1,0,1"),
-                            trials per level and world options (a YAML mapping, merged), so one
-                            campaign file serves every task and axis of a world
-"""
+Parameters and endpoints: indgen_core/node_interfaces.py (docs/reference/nodes.md)."""
 
 from __future__ import annotations
 
@@ -60,50 +30,33 @@ from std_msgs.msg import Header, String
 from indgen_core import blind, messages, operator, routes, topics
 from indgen_core.campaign_source import plan_or_resume
 from indgen_core.errors import IndGenError
+from indgen_core.node_interfaces import PROGRESSION_MANAGER_ENDPOINTS
+from indgen_core.node_interfaces import ProgressionManagerParameters as Parameters
 from indgen_core.operator_flow import OperatorFlow
 from indgen_core.records import Outcome, TrialResult
 from indgen_core.records import TaskSetup as SetupRecord
 from indgen_core.ros import convert
-from indgen_core.ros.base import LATCHED, RELIABLE, declare, run_node, serve, subscribe
+from indgen_core.ros.base import LATCHED, RELIABLE, read_parameters, run_node, serve, subscribe
 from indgen_core.ros.world_link import WorldLink
 from indgen_core.runner import TooManyAborts, run_campaign
 from indgen_core.store import ResultsStore
+from indgen_core.waiting import wait_until
 from indgen_msgs.action import RunEpisode
 from indgen_msgs.msg import CampaignStatus, EpisodeResult, OperatorAnswer, OperatorPrompt, TaskSetup
 from indgen_msgs.srv import OperatorAck, OperatorRegister, PrepareTrial
 
 
 class ProgressionManager(Node):
-    def __init__(self):
+    ENDPOINTS = PROGRESSION_MANAGER_ENDPOINTS  # held to what it creates: ros.base.check_endpoints
+
+    def __init__(self) -> None:
         super().__init__("progression_manager")
-        self.p = declare(
-            self,
-            campaign="",
-            campaign_id="",
-            db="",
-            allow_uncertified=False,
-            override_reason="",
-            episode_timeout_s=600.0,
-            server_wait_s=10.0,
-            commit_timeout_s=30.0,
-            abort_backoff_s=1.0,
-            world_silence_s=5.0,
-            wait_for_operator=False,
-            operator_labels=False,
-            prepare_timeout_s=60.0,
-            prepare_retry_s=5.0,
-            recorder=False,
-            recorder_wait_s=30.0,
-            exit_when_done=True,
-            axis="",
-            levels="",
-            trials=0,
-            world_options="",
-            max_aborts_per_trial=0,
-        )
-        self.store = ResultsStore(self.p["db"] or None)
+        self.p = read_parameters(self, Parameters)
+        self.store = ResultsStore(self.p.db or None)
         self.record = plan_or_resume(self.store, self.p, self.get_logger())
-        self.key = self.store.campaign_key(self.record.id)
+        key = self.store.campaign_key(self.record.id)
+        assert key is not None, "the campaign was just planned or resumed from this store"
+        self.key = key
         self.group = ReentrantCallbackGroup()
         self.setup_pub = self.create_publisher(TaskSetup, topics.TASK_SETUP, LATCHED)
         self.prompt_pub = self.create_publisher(OperatorPrompt, topics.OPERATOR_PROMPT, LATCHED)
@@ -121,7 +74,7 @@ class ProgressionManager(Node):
         self.prepare_client = self.create_client(PrepareTrial, topics.PREPARE_TRIAL, callback_group=self.group)
         self._recorder_steady = threading.Event()
         self._recorder_waited = False
-        if self.p["recorder"]:
+        if self.p.recorder:
             subscribe(self, String, topics.RECORDER_STATUS, self._on_recorder, LATCHED, callback_group=self.group)
         self._open_prompt = OperatorPrompt()
         self._prompt_trials: dict[str, str] = {}  # prompt_id -> trial_id, the recent prompts (answers name no trial)
@@ -145,7 +98,7 @@ class ProgressionManager(Node):
 
     # -- the campaign loop (its own thread; the executor keeps spinning callbacks) --------------
     def _run(self) -> None:
-        if self.p["wait_for_operator"]:
+        if self.p.wait_for_operator:
             self.get_logger().info("a person answers every prompt: run `indgen console` in another terminal")
         try:
             self._status(CampaignStatus.STATE_RUNNING, "started")
@@ -155,11 +108,11 @@ class ProgressionManager(Node):
                 self._execute,
                 progress=self._progress,
                 max_consecutive_aborts=0,
-                abort_backoff_s=self.p["abort_backoff_s"],
+                abort_backoff_s=self.p.abort_backoff_s,
                 commit=self._commit,
                 should_stop=self._stop.is_set,
                 on_wait=self._waiting,
-                max_aborts_per_trial=self.p["max_aborts_per_trial"],
+                max_aborts_per_trial=self.p.max_aborts_per_trial,
                 blind_view=True,
             )
         except TooManyAborts as exc:  # a fault that keeps coming back: a person must look
@@ -178,12 +131,12 @@ class ProgressionManager(Node):
                 f"{summary.aborted_attempts} aborted attempts re-run"
             )
             self._status(CampaignStatus.STATE_DONE, "done")
-            if self.p["exit_when_done"]:
+            if self.p.exit_when_done:
                 time.sleep(1.0)  # let late subscribers (the scorer's report) see DONE
                 self.request_exit(0)
         else:
             self._status(CampaignStatus.STATE_CANCELLED, f"stopped with {summary.remaining} trials pending")
-            if self.flow.stopped_by and self.p["exit_when_done"]:
+            if self.flow.stopped_by and self.p.exit_when_done:
                 self.get_logger().info(
                     f"campaign {self.record.id} stopped by {self.flow.stopped_by} with "
                     f"{summary.remaining} trials pending; launch it again with campaign_id:="
@@ -199,9 +152,9 @@ class ProgressionManager(Node):
             self._recorder_steady.clear()
 
     def _wait_for_recorder(self, setup: SetupRecord) -> None:
-        if not self.p["recorder"]:
+        if not self.p.recorder:
             return
-        wait = 2.0 if self._recorder_waited else self.p["recorder_wait_s"]
+        wait = 2.0 if self._recorder_waited else self.p.recorder_wait_s
         self._recorder_waited = True
         if not self._recorder_steady.wait(wait):
             self.get_logger().warning(
@@ -227,7 +180,7 @@ class ProgressionManager(Node):
             self.publish_prompt(None, trial=setup)
         self._status(CampaignStatus.STATE_RUNNING, f"running {setup.trial_id}")
         result = self.world_link.run_episode(setup)
-        if result.outcome.final and (result.details.get("judged") is False or self.p["operator_labels"]):
+        if result.outcome.final and (result.details.get("judged") is False or self.p.operator_labels):
             result = self.flow.label(setup, result)
         self.flow.after_trial(setup, result)
         return result
@@ -238,17 +191,19 @@ class ProgressionManager(Node):
         setup = self._current
         assert setup is not None, "a result is committed for the trial _execute() started"
         msg = messages.sign(convert.result_to_msg(result, setup, self.get_clock().now().to_msg()), self.key)
-        deadline = time.monotonic() + self.p["commit_timeout_s"]
         last_publish = 0.0
-        while time.monotonic() < deadline:
+
+        def committed() -> bool:
+            nonlocal last_publish
             if time.monotonic() - last_publish > 1.0:
                 self.result_pub.publish(msg)  # the scorer drops a duplicate it already committed
                 last_publish = time.monotonic()
-            if self.store.attempt_count(self.record.id, result.trial_id) > before:
-                return result.outcome.final
-            time.sleep(0.02)
+            return self.store.attempt_count(self.record.id, result.trial_id) > before
+
+        if wait_until(committed, self.p.commit_timeout_s, poll=0.02):
+            return result.outcome.final
         raise IndGenError(
-            f"the scorer did not commit trial {result.trial_id} within {self.p['commit_timeout_s']} s "
+            f"the scorer did not commit trial {result.trial_id} within {self.p.commit_timeout_s} s "
             f"(is the scorer node running with db={self.store.path}?)"
         )
 
@@ -307,15 +262,15 @@ class ProgressionManager(Node):
         msg = convert.result_to_msg(result, setup, self.get_clock().now().to_msg())
         msg.relabel = True
         messages.sign(msg, self.key)
-        deadline = time.monotonic() + self.p["commit_timeout_s"]
-        while time.monotonic() < deadline:
+
+        def committed() -> bool:  # published again every second until the scorer has it
             self.result_pub.publish(msg)
-            if self.flow.wait_committed(result.details["relabel_id"], 1.0):
-                self.get_logger().info(f"{row.trial_id}: {result.reason}")
-                return
-        self.get_logger().error(
-            f"the relabel of {row.trial_id} was not committed within {self.p['commit_timeout_s']} s"
-        )
+            return self.flow.wait_committed(result.details["relabel_id"], 1.0)
+
+        if wait_until(committed, self.p.commit_timeout_s, poll=0):
+            self.get_logger().info(f"{row.trial_id}: {result.reason}")
+            return
+        self.get_logger().error(f"the relabel of {row.trial_id} was not committed within {self.p.commit_timeout_s} s")
 
     def _on_register(self, request, response):
         accepted, message, session = self.flow.desk.register(request.console_id, request.operator_name, request.role)

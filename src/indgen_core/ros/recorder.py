@@ -19,18 +19,7 @@ first ticks of a trial, or record a tick without the command that answered it.
 A killed recorder loses at most the last flush_s seconds; the campaign goes on without it
 (the launcher restarts it: a new bag), and `indgen bag repair` closes a bag it left open.
 
-Parameters:
-  db (str)             results store for the trials' bag artifacts ("" = the default)
-  bag_dir (str)        where bags go ("" = <artifacts>/bags)
-  split_mb (float)     start a new bag when one reaches this size
-  flush_s (float)      a chunk reaches the disk at least this often
-  exclude (str)        comma-separated topic prefixes not to record (e.g. /cameras/ for a lean bag)
-  robot (str)          a robot configuration whose recorder.exclude prefixes are added (the real cell's
-                       high-rate and raw streams: recording subscribes, and a ZED wrapper computes a
-                       stream only while someone does); its camera topics and merged joint states
-                       are recorded even under an excluded prefix
-  steady_s (float)     no new topic this long after the last subscription: steady
-"""
+Parameters and endpoints: indgen_core/node_interfaces.py (docs/reference/nodes.md)."""
 
 from __future__ import annotations
 
@@ -47,9 +36,11 @@ from indgen_core import messages, paths, topics
 from indgen_core.bags.writer import BagWriter, UnknownType, qos_of
 from indgen_core.errors import first_line
 from indgen_core.lists import parse_names
+from indgen_core.node_interfaces import RECORDER_ENDPOINTS
+from indgen_core.node_interfaces import RecorderParameters as Parameters
 from indgen_core.robot_config import load_robot_config
 from indgen_core.ros import convert
-from indgen_core.ros.base import LATCHED, RELIABLE, declare, run_node, subscribe
+from indgen_core.ros.base import LATCHED, RELIABLE, read_parameters, run_node, subscribe
 from indgen_core.store import ResultsStore
 from indgen_msgs.msg import EpisodeResult, TaskSetup
 
@@ -57,22 +48,24 @@ SKIP_PREFIXES = ("/rosout", "/parameter_events")
 
 
 class Recorder(Node):
-    def __init__(self):
+    ENDPOINTS = RECORDER_ENDPOINTS  # held to what it creates: ros.base.check_endpoints
+
+    def __init__(self) -> None:
         super().__init__("recorder")
-        self.p = declare(self, db="", bag_dir="", split_mb=1024.0, flush_s=2.0, exclude="", steady_s=1.0, robot="")
-        base = Path(self.p["bag_dir"]) if self.p["bag_dir"] else paths.artifacts_dir() / "bags"
+        self.p = read_parameters(self, Parameters)
+        base = Path(self.p.bag_dir) if self.p.bag_dir else paths.artifacts_dir() / "bags"
         self.name = f"run-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
         self.writer = BagWriter(
-            paths.inside(base, self.name), split_bytes=int(self.p["split_mb"] * 2**20), flush_s=self.p["flush_s"]
+            paths.inside(base, self.name), split_bytes=int(self.p.split_mb * 2**20), flush_s=self.p.flush_s
         )
-        self.store = ResultsStore(self.p["db"] or None)
-        self.exclude = tuple(parse_names(self.p["exclude"]))
+        self.store = ResultsStore(self.p.db or None)
+        self.exclude = tuple(parse_names(self.p.exclude))
         #: the robot configuration's exclusions, and what is recorded even under them (a user's
         #: own `exclude` always wins)
         self.robot_exclude: tuple[str, ...] = ()
         self.keep: set[str] = set()
-        if self.p["robot"]:
-            robot = load_robot_config(self.p["robot"])
+        if self.p.robot:
+            robot = load_robot_config(self.p.robot)
             self.robot_exclude = tuple(robot.recorder.exclude)
             self.keep = {*robot.cameras.values(), robot.merged_joint_states} - {""}
         self.recorded: set[tuple[str, str]] = set()
@@ -85,7 +78,7 @@ class Recorder(Node):
         subscribe(self, TaskSetup, topics.TASK_SETUP, self._on_setup, _subscriber_qos(None, latched=True))
         subscribe(self, EpisodeResult, topics.EPISODE_RESULT, self._on_result, RELIABLE)
         self.create_timer(0.25, self._discover)
-        self.create_timer(max(self.p["flush_s"], 0.2), self.writer.flush)
+        self.create_timer(max(self.p.flush_s, 0.2), self.writer.flush)
         self.get_logger().info(f"recording the graph into {self.writer.base}")
 
     def _wanted(self, topic: str, types: list[str]) -> bool:
@@ -100,7 +93,7 @@ class Recorder(Node):
     def _discover(self) -> None:
         if self._subscribe_new():
             self._last_new = time.monotonic()
-        steady = bool(self.recorded) and time.monotonic() - self._last_new >= self.p["steady_s"]
+        steady = bool(self.recorded) and time.monotonic() - self._last_new >= self.p.steady_s
         if steady != self._steady:
             self._steady = steady
             self.status_pub.publish(

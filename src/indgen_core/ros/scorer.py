@@ -11,11 +11,7 @@ carries a valid signature made with the campaign's key from the store (auth.py),
 only when the store agrees the campaign is done. A forged result is dropped before it could
 make the real one a "duplicate".
 
-Parameters:
-  db (str)          results store ("" = $INDGEN_DB or the default location)
-  report_dir (str)  where reports go ("" = <artifacts>/reports); one folder per campaign
-  write_report (bool)
-"""
+Parameters and endpoints: indgen_core/node_interfaces.py (docs/reference/nodes.md)."""
 
 from __future__ import annotations
 
@@ -27,18 +23,22 @@ from indgen_core import blind, messages, paths, topics
 from indgen_core import campaign as campaign_mod
 from indgen_core.analysis import summarize
 from indgen_core.errors import IndGenError
+from indgen_core.node_interfaces import SCORER_ENDPOINTS
+from indgen_core.node_interfaces import ScorerParameters as Parameters
 from indgen_core.records import Outcome
 from indgen_core.ros import convert
-from indgen_core.ros.base import LATCHED, LEVEL_SCORES, RELIABLE, declare, run_node, subscribe
+from indgen_core.ros.base import LATCHED, LEVEL_SCORES, RELIABLE, read_parameters, run_node, subscribe
 from indgen_core.store import DuplicateResult, ResultsStore
 from indgen_msgs.msg import CampaignStatus, EpisodeResult, LevelScore
 
 
 class Scorer(Node):
-    def __init__(self):
+    ENDPOINTS = SCORER_ENDPOINTS  # held to what it creates: ros.base.check_endpoints
+
+    def __init__(self) -> None:
         super().__init__("scorer")
-        self.p = declare(self, db="", report_dir="", write_report=True)
-        self.store = ResultsStore(self.p["db"] or None)
+        self.p = read_parameters(self, Parameters)
+        self.store = ResultsStore(self.p.db or None)
         self.score_pub = self.create_publisher(LevelScore, topics.LEVEL_SCORE, LEVEL_SCORES)
         subscribe(self, EpisodeResult, topics.EPISODE_RESULT, self._on_result, RELIABLE)
         subscribe(self, CampaignStatus, topics.CAMPAIGN_STATUS, self._on_status, LATCHED)
@@ -128,11 +128,11 @@ class Scorer(Node):
         self.reported.add(msg.campaign_id)
         if blind.labels(record):
             self._publish_score(record, None, None)  # done: the letters' rates may be seen now
-        if not self.p["write_report"]:
+        if not self.p.write_report:
             return
         from indgen_core.report import write_report
 
-        base = Path(self.p["report_dir"]) if self.p["report_dir"] else paths.artifacts_dir() / "reports"
+        base = Path(self.p.report_dir) if self.p.report_dir else paths.artifacts_dir() / "reports"
         try:
             files = write_report(self.store, [msg.campaign_id], paths.inside(base, msg.campaign_id))
         except Exception as exc:  # a report is never worth losing the node over

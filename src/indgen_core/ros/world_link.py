@@ -15,6 +15,8 @@ from indgen_core import messages, topics
 from indgen_core.records import Outcome, TrialResult
 from indgen_core.records import TaskSetup as SetupRecord
 from indgen_core.ros import convert
+from indgen_core.ros.base import wait_future, wait_server
+from indgen_core.waiting import wait_until
 from indgen_msgs.action import RunEpisode
 from indgen_msgs.msg import CampaignStatus
 from indgen_msgs.srv import PrepareTrial
@@ -35,7 +37,7 @@ class WorldLink:
 
     @property
     def with_operator(self) -> bool:
-        return self.p["wait_for_operator"] or self.needs_operator
+        return self.p.wait_for_operator or self.needs_operator
 
     def run_episode(self, setup: SetupRecord) -> TrialResult:
         started = time.monotonic()
@@ -43,33 +45,37 @@ class WorldLink:
         def aborted(reason: str) -> TrialResult:
             return TrialResult(setup.trial_id, Outcome.ABORTED, reason, wall_time_s=time.monotonic() - started)
 
-        if not self.pm.world.wait_for_server(timeout_sec=self.p["server_wait_s"]):
+        if not wait_server(self.pm.world, self.p.server_wait_s, stop=self._stop):
             return aborted(f"world not answering: no RunEpisode server on {topics.RUN_EPISODE}")
         goal = RunEpisode.Goal(setup=convert.setup_to_msg(setup, self.pm.get_clock().now().to_msg()))
-        handle = None
-        deadline = time.monotonic() + self.p["server_wait_s"]
-        while handle is None and time.monotonic() < deadline and not self._stop.is_set():
+        handles = []
+
+        def acknowledged() -> bool:
             # right after discovery DDS can lose a goal response; the bridge attaches a resent
-            # goal for the same trial to the running episode, so resending is safe
-            future = self.pm.world.send_goal_async(goal, feedback_callback=self._feedback)
-            if _wait(future, 2.0, self._stop):
-                handle = future.result()
-        if handle is None:
+            # goal for the same trial to the running episode, so resending (every 2 s) is safe
+            if not self._stop.is_set():
+                future = self.pm.world.send_goal_async(goal, feedback_callback=self._feedback)
+                if wait_future(future, 2.0, stop=self._stop):
+                    handles.append(future.result())
+            return bool(handles)
+
+        if not wait_until(acknowledged, self.p.server_wait_s, poll=0, stop=self._stop):
             return aborted("world not answering: the episode goal was never acknowledged")
+        handle = handles[0]
         if not handle.accepted:
             return aborted("the world rejected the episode goal (busy with another trial)")
         self.goal = handle
         self.last_feedback = time.monotonic()
         result_future = handle.get_result_async()
-        silence = self.p["world_silence_s"]
+        silence = self.p.world_silence_s
 
         def silent() -> bool:
             return silence > 0 and time.monotonic() - self.last_feedback > silence
 
-        if not _wait(result_future, self.p["episode_timeout_s"], self._stop, silent):
+        if not wait_future(result_future, self.p.episode_timeout_s, stop=lambda: self._stop.is_set() or silent()):
             handle.cancel_goal_async()
             self.goal = None
-            limit = self.p["episode_timeout_s"]
+            limit = self.p.episode_timeout_s
             if self._stop.is_set():
                 return aborted("stopped")
             if silent():
@@ -85,27 +91,26 @@ class WorldLink:
     def prepare(self, setup: SetupRecord) -> tuple[bool, str]:
         """Ask the world to get ready (the real robot: reset pose) before the person builds
         the scene; worlds without /indgen/prepare_trial need nothing."""
-        if not self.pm.prepare_client.wait_for_service(
-            timeout_sec=self.p["server_wait_s"] if self.with_operator else 0.5
+        if not wait_server(
+            self.pm.prepare_client, self.p.server_wait_s if self.with_operator else 0.5, stop=self._stop
         ):
             return (False, f"no {topics.PREPARE_TRIAL} service") if self.with_operator else (True, "")
         request = PrepareTrial.Request(setup=convert.setup_to_msg(setup, self.pm.get_clock().now().to_msg()))
         self._status(CampaignStatus.STATE_RUNNING, f"preparing {setup.trial_id}")
         # right after discovery DDS can lose a request or its reply: ask again every
         # prepare_retry_s (a world answers a repeat for a prepared trial at once, without moving)
-        calls = [self.pm.prepare_client.call_async(request)]
-        deadline = time.monotonic() + self.p["prepare_timeout_s"]
-        answered = None
-        while answered is None:
-            retry = min(time.monotonic() + max(self.p["prepare_retry_s"], 0.1), deadline)
-            if _wait(_AnyDone(calls), retry - time.monotonic(), self._stop):
-                answered = next(c for c in calls if c.done())
-            elif self._stop.is_set() or time.monotonic() >= deadline:
-                # a reset that hangs, or a world that never answers: the trial is re-run
-                return False, f"no answer to the prepare request within {self.p['prepare_timeout_s']:g} s"
-            else:
-                calls.append(self.pm.prepare_client.call_async(request))
-        response = answered.result()
+        deadline = time.monotonic() + self.p.prepare_timeout_s
+        calls = []
+
+        def answered() -> bool:
+            calls.append(self.pm.prepare_client.call_async(request))
+            retry = min(max(self.p.prepare_retry_s, 0.1), deadline - time.monotonic())
+            return wait_until(lambda: any(c.done() for c in calls), retry, poll=0.005, stop=self._stop)
+
+        if not wait_until(answered, self.p.prepare_timeout_s, poll=0, stop=self._stop):
+            # a reset that hangs, or a world that never answers: the trial is re-run
+            return False, f"no answer to the prepare request within {self.p.prepare_timeout_s:g} s"
+        response = next(c for c in calls if c.done()).result()
         if response.needs_operator and not self.needs_operator:
             self.needs_operator = True
             self.pm.get_logger().info(
@@ -118,22 +123,3 @@ class WorldLink:
         self.last_feedback = time.monotonic()
         fb = feedback.feedback
         self.pm.get_logger().debug(f"{fb.phase}: step {fb.step}/{fb.max_steps}")
-
-
-class _AnyDone:
-    """Several calls of one request as one future: done when any of them is."""
-
-    def __init__(self, futures):
-        self.futures = futures
-
-    def done(self) -> bool:
-        return any(f.done() for f in self.futures)
-
-
-def _wait(future, timeout: float, stop: threading.Event, give_up=lambda: False) -> bool:
-    deadline = time.monotonic() + timeout
-    while not future.done():
-        if stop.is_set() or time.monotonic() > deadline or give_up():
-            return False
-        time.sleep(0.005)
-    return True

@@ -2,17 +2,7 @@
 a video file or a stream URL), published as sensor_msgs/Image where the policy node reads
 them (the robot configuration's camera topics, else /cameras/<name>/image_raw).
 
-Parameters:
-  sources (str)     name=source pairs, comma-separated: "exterior_1=0,wrist=/dev/video2" or
-                    "exterior_1=rtsp://10.0.0.5/stream" or a file "wrist=/data/wrist.mp4"
-  robot (str)       robot configuration whose camera topics to publish on ("": /cameras/<name>/image_raw)
-  rate_hz (float)   frames published per second and camera (the latest frame each time)
-  width, height (int)  resize to this size (0: as the camera delivers)
-  stereo (str)      auto: a side-by-side stereo frame (a ZED over UVC gives both eyes in one frame,
-                    2560 x 720 at HD720; zed-open-capture videocapture.cpp: width x 2) is cropped to
-                    its left half, as the ZED wrapper's rgb image is the left eye; left: always crop;
-                    none: never
-  loop (bool)       start a video file again at its end (tests, demos)
+Parameters and endpoints: indgen_robot/node_interfaces.py (docs/reference/nodes.md).
 
 Each frame is stamped when it was read from the camera, not when it is published, so the
 policy node judges its age by what it shows.
@@ -34,7 +24,9 @@ from sensor_msgs.msg import Image
 from indgen_core import topics
 from indgen_core.errors import IndGenError, require
 from indgen_core.lists import parse_names
-from indgen_core.ros.base import LOCKSTEP, declare, run_node
+from indgen_core.ros.base import LOCKSTEP, read_parameters, run_node
+from indgen_robot.node_interfaces import CAMERA_NODE_ENDPOINTS
+from indgen_robot.node_interfaces import CameraNodeParameters as Parameters
 from indgen_robot.ros.policy_io import camera_topics_of
 
 
@@ -125,31 +117,33 @@ class Camera:
 
 
 class CameraNode(Node):
-    def __init__(self):
+    ENDPOINTS = CAMERA_NODE_ENDPOINTS  # held to what it creates: ros.base.check_endpoints
+
+    def __init__(self) -> None:
         super().__init__("camera_node")
-        self.p = declare(self, sources="", robot="", rate_hz=15.0, width=0, height=0, loop=False, stereo="auto")
-        if self.p["rate_hz"] <= 0:
-            raise IndGenError(f"rate_hz must be positive, got {self.p['rate_hz']}")
-        if self.p["stereo"] not in STEREO:
-            raise IndGenError(f"stereo must be one of {', '.join(STEREO)}, got {self.p['stereo']!r}")
-        named = camera_topics_of(self.p["robot"])
+        self.p = read_parameters(self, Parameters)
+        if self.p.rate_hz <= 0:
+            raise IndGenError(f"rate_hz must be positive, got {self.p.rate_hz}")
+        if self.p.stereo not in STEREO:
+            raise IndGenError(f"stereo must be one of {', '.join(STEREO)}, got {self.p.stereo!r}")
+        named = camera_topics_of(self.p.robot)
         self.stop = threading.Event()
         self.cameras = {}
-        for name, source in parse_sources(self.p["sources"]).items():
+        for name, source in parse_sources(self.p.sources).items():
             camera = Camera(
                 name,
                 source,
-                (self.p["height"], self.p["width"]),
-                self.p["loop"],
+                (self.p.height, self.p.width),
+                self.p.loop,
                 self.get_logger(),
-                self.p["stereo"],
+                self.p.stereo,
                 self.get_clock(),
             )
             topic = named.get(name, topics.camera_topic(name))
             self.cameras[name] = (camera, self.create_publisher(Image, topic, LOCKSTEP))
             threading.Thread(target=camera.run, args=(self.stop,), daemon=True, name=f"camera-{name}").start()
             self.get_logger().info(f"camera '{name}' from {source} on {topic}")
-        self.create_timer(1.0 / self.p["rate_hz"], self._publish)
+        self.create_timer(1.0 / self.p.rate_hz, self._publish)
 
     def _publish(self) -> None:
         for name, (camera, pub) in self.cameras.items():

@@ -23,7 +23,7 @@ from std_srvs.srv import SetBool, Trigger
 
 from indgen_core import operator as op
 from indgen_core import topics
-from indgen_core.ros.base import LATCHED, LEVEL_SCORES, LOCKSTEP, subscribe
+from indgen_core.ros.base import LATCHED, LEVEL_SCORES, LOCKSTEP, call, subscribe
 from indgen_msgs.msg import (
     CampaignStatus,
     ControlTick,
@@ -86,7 +86,8 @@ class ConsoleLink:
         self._ticks: list[float] = []
         self._prompt_stamp = (0, 0)  # of the prompt shown
         self._last_tick = 0.0
-        threading.Thread(target=self._spin, name="console-ros", daemon=True).start()
+        self._spinner = threading.Thread(target=self._spin, name="console-ros", daemon=True)
+        self._spinner.start()
         threading.Thread(target=self._keep_registered, name="console-register", daemon=True).start()
 
     # -- the graph's news ------------------------------------------------------------------------------
@@ -192,18 +193,7 @@ class ConsoleLink:
 
     # -- joining the campaign --------------------------------------------------------------------------
     def _call(self, client, request, timeout: float = 5.0):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and not self._stop.is_set():
-            if not client.service_is_ready():
-                time.sleep(0.05)
-                continue
-            future = client.call_async(request)
-            end = time.monotonic() + min(2.0, max(deadline - time.monotonic(), 0.1))
-            while not future.done() and time.monotonic() < end:
-                time.sleep(0.01)
-            if future.done():
-                return future.result()
-        return None
+        return call(client, request, timeout, stop=self._stop)
 
     def register(self) -> bool:
         reply = self._call(
@@ -277,7 +267,7 @@ class ConsoleLink:
 
     def close(self) -> None:
         self._stop.set()
-        time.sleep(0.1)
+        self._spinner.join(timeout=1.0)  # out of spin_once before the executor goes
         self.executor.shutdown()
         self.node.destroy_node()
 

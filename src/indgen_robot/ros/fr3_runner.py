@@ -18,11 +18,8 @@ asks), and its source is then `operator`; a system fault makes it `aborted` (nev
 The soft e-stop (`/indgen/estop`: std_msgs/Bool from any publisher, reliable or best effort,
 volatile or latching, or the std_srvs/SetBool service) holds at once, aborts the trial and
 refuses every new one until released. Nothing here keeps the robot safe on its own: the FR3's
-own reflexes and the hardware e-stop within the operator's reach do.
-
-Parameters: robot (robot configuration, config/robots/<name>.yaml), recovery ("" = the robot
-configuration's recovery.method; mock graphs pass stand_in), feedback_period_s.
-"""
+own reflexes and the hardware e-stop within the operator's reach do. Parameters and
+endpoints: indgen_robot/node_interfaces.py (docs/reference/nodes.md)."""
 
 from __future__ import annotations
 
@@ -48,7 +45,7 @@ from indgen_core.ros import convert
 from indgen_core.ros.base import (
     LATCHED,
     LOCKSTEP,
-    declare,
+    read_parameters,
     run_node,
     serve,
     subscribe,
@@ -64,6 +61,8 @@ from indgen_robot.control import CommandGate
 from indgen_robot.episode_loop import EpisodeLoop
 from indgen_robot.episode_result import malformed_goal_setup, trial_result
 from indgen_robot.motion import ArmMotion
+from indgen_robot.node_interfaces import FR3_RUNNER_ENDPOINTS
+from indgen_robot.node_interfaces import Fr3RunnerParameters as Parameters
 from indgen_robot.reset import ResetSequence, at_pose
 from indgen_robot.ros.policy_port import RosPolicyPort
 from indgen_robot.ros.recovery import make_recovery
@@ -84,10 +83,12 @@ SENSOR = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT, history
 
 
 class Fr3Runner(Node):
-    def __init__(self):
+    ENDPOINTS = FR3_RUNNER_ENDPOINTS  # held to what it creates: ros.base.check_endpoints
+
+    def __init__(self) -> None:
         super().__init__("fr3_runner")
-        self.p = declare(self, robot="fr3_robotiq_zed", recovery="", feedback_period_s=0.5)
-        self.config = load_robot_config(self.p["robot"])
+        self.p = read_parameters(self, Parameters)
+        self.config = load_robot_config(self.p.robot)
         c = self.config
         if c.bringup.arm_controllers == "":
             raise IndGenError(f"robot configuration '{c.name}' names no arm controller file (bringup.arm_controllers)")
@@ -125,7 +126,7 @@ class Fr3Runner(Node):
         self.gripper_pub = self.io.create_publisher(Float64MultiArray, c.gripper.command_topic, LOCKSTEP)
         self.status_pub = self.io.create_publisher(RobotStatus, topics.ROBOT_STATUS, LATCHED)
         self.io.create_timer(0.5, self._publish_status)
-        self.recovery = make_recovery(self.io, c, self.p["recovery"] or c.recovery.method)
+        self.recovery = make_recovery(self.io, c, self.p.recovery or c.recovery.method)
         self.reset = ResetSequence(c, self.motion, self)
 
         self.server = ActionServer(

@@ -1,5 +1,4 @@
-"""The policy node's side of each spec's topics: which messages make one observation, and
-how a world action goes back out. One class per spec, registered in POLICY_IO."""
+"""The policy node's side of each spec's topics (one class per spec, in POLICY_IO)."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
@@ -178,15 +177,15 @@ class StampedTickIO:
     def __init__(self, node, on_tick: Callable[[Tick], None]):
         self.node = node
         self.on_tick = on_tick
-        self.cameras = parse_names(node.p.get("cameras", ""))
-        self.privileged = bool(node.p.get("privileged", True))
-        self.robot = robot_of(node.p.get("robot", ""))
+        self.cameras = parse_names(node.p.cameras)
+        self.privileged = bool(node.p.privileged)
+        self.robot = robot_of(node.p.robot)
         control = self.robot.control if self.robot else None
         #: how old (by header stamp) each kind of part may be on the wall clock; node parameters
         #: above 0 override the robot configuration's
         self.max_age = {
-            "image": node.p.get("max_image_age_s", 0.0) or (control.image_max_age_s if control else 1.0),
-            "state": node.p.get("max_state_age_s", 0.0) or (control.gripper_state_max_age_s if control else 0.5),
+            "image": node.p.max_image_age_s or (control.image_max_age_s if control else 1.0),
+            "state": node.p.max_state_age_s or (control.gripper_state_max_age_s if control else 0.5),
         }
         camera_topics = dict(self.robot.cameras) if self.robot else {}
         image_qos = IMAGE_QOS[self.robot.cameras_qos] if self.robot else LOCKSTEP
@@ -198,8 +197,8 @@ class StampedTickIO:
         self.frames: collections.OrderedDict[tuple[int, int], dict] = collections.OrderedDict()
         self.asked: collections.OrderedDict[tuple[int, int], bool] = collections.OrderedDict()
         self._frames_cond = threading.Condition()
-        self.image_wait_s = float(node.p.get("image_timeout_s", 5.0))
-        self.image_size = int(node.p.get("image_size", 0))
+        self.image_wait_s = float(node.p.image_timeout_s)
+        self.image_size = int(node.p.image_size)
         self.request_pub = node.create_publisher(ImageRequest, topics.IMAGE_REQUEST, LOCKSTEP) if self.cameras else None
         self.part(ControlTick, topics.CONTROL_TICK, "tick")
         if self.privileged:
@@ -267,15 +266,15 @@ class StampedTickIO:
         with self._frames_cond:
             if not set(self.cameras) <= self.frames.get(stamp, {}).keys() and self.request_pub is not None:
                 self.request_pub.publish(request)
-            while not set(self.cameras) <= self.frames.get(stamp, {}).keys():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    got = sorted(self.frames.get(stamp, {}))
-                    raise ImagesUnavailable(
-                        f"the world sent {', '.join(got) or 'none'} of the cameras "
-                        f"{', '.join(self.cameras)} asked for within {self.image_wait_s:g} s"
-                    )
-                self._frames_cond.wait(min(left, 0.05))
+            # every frame comes in under the condition and notifies it (_frame): nothing to poll
+            if not self._frames_cond.wait_for(
+                lambda: set(self.cameras) <= self.frames.get(stamp, {}).keys(), max(deadline - time.monotonic(), 0)
+            ):
+                got = sorted(self.frames.get(stamp, {}))
+                raise ImagesUnavailable(
+                    f"the world sent {', '.join(got) or 'none'} of the cameras "
+                    f"{', '.join(self.cameras)} asked for within {self.image_wait_s:g} s"
+                )
             return dict(self.frames[stamp])
 
     def forget(self) -> None:
@@ -388,7 +387,13 @@ class LiberoPolicyIO(StampedTickIO):
         self.pub.publish(libero_msgs.osc_command(action, tick.sequence))
 
 
-POLICY_IO = {
+class PolicyIO(Protocol):
+    """A spec's topic adapter: built with the node and the tick callback; sends actions out."""
+
+    def send(self, tick: Tick, action) -> None: ...
+
+
+POLICY_IO: dict[str, Callable[..., PolicyIO]] = {
     "blockenv": BlockEnvPolicyIO,
     "droid": DroidPolicyIO,
     "libero": LiberoPolicyIO,

@@ -7,36 +7,7 @@ the connection is lost the node stops commanding at once (nothing is sent from a
 garbled reply), reports it on /indgen/policy_status, and reconnects in the background with
 exponential backoff.
 
-Parameters:
-  spec (str)               observation/action spec: blockenv, droid
-  server_uri (str)         ws://host:port of the policy server (of every policy the campaign's
-                           `endpoints` do not route elsewhere: the progression manager publishes
-                           the routes on /indgen/policy_routes, and the node switches server when a
-                           trial's policy is served by another, before that trial's first tick)
-  api_key_file (str)       file whose first line is sent as "Authorization: Api-Key <key>"
-                           (default: $INDGEN_POLICY_API_KEY; never a parameter value, which any
-                           node on the domain can read through the parameter services)
-  action_horizon (int)     actions of a chunk executed open-loop (0: the spec's default)
-  connect_timeout_s (float), reconnect_max_s (float)
-  request_timeout_s (float) deadline of one reply: a server that does not answer in time
-                           counts as lost (the trial is aborted, the node reconnects)
-  cameras (str)            droid: comma-separated cameras a request needs (exterior_1, wrist; "" none)
-  privileged (bool)        droid: wait for the simulator's object poses (sim-only state policies)
-  robot (str)              robot configuration (config/robots/; "": the twin): the camera topics
-                           and QoS, the arm's and the gripper's own joint state topics, the ages
-  image_timeout_s (float)  lock-step sim with images on request: how long a request waits for the
-                           tick's frames (none: no command, the world times the tick out)
-  image_size (int)         lock-step sim with images on request: the size asked for (0: the
-                           world's configured size)
-  publish_exchanges (bool) publish every request and reply, as the bytes that crossed the wire,
-                           with their timing on /indgen/policy/exchange (recorded in the bag:
-                           `indgen bag replay` and `indgen bag latency` read them)
-  max_image_age_s, max_state_age_s (float)  on the real robot's wall clock, how old (by its
-                           header stamp) the latest frame and joint state may be for a tick
-                           (older: no command, the runner holds); 0: the robot configuration's
-  warmup_timeout_s (float) how long the warm-up request may take (openpi's server compiles its model
-                           on the first request; the node reports itself connected only after it)
-"""
+Parameters and endpoints: indgen_robot/node_interfaces.py (docs/reference/nodes.md)."""
 
 from __future__ import annotations
 
@@ -54,10 +25,13 @@ from indgen_core import messages, registry, routes, topics
 from indgen_core.episode import PolicyUnavailable
 from indgen_core.errors import IndGenError, first_line
 from indgen_core.records import TaskSetup as SetupRecord
-from indgen_core.ros.base import LATCHED, declare, run_node, subscribe
+from indgen_core.ros.base import LATCHED, read_parameters, run_node, subscribe
 from indgen_core.specs import WARMUP_KEY, BadAction
+from indgen_core.waiting import wait_until
 from indgen_core.wire.client import RemotePolicy, read_api_key
 from indgen_msgs.msg import PolicyExchange, PolicyStatus, TaskSetup
+from indgen_robot.node_interfaces import POLICY_NODE_ENDPOINTS
+from indgen_robot.node_interfaces import PolicyNodeParameters as Parameters
 from indgen_robot.ros.policy_io import POLICY_IO, Tick
 
 #: the task a warm-up request names (never a trial)
@@ -67,43 +41,27 @@ EXCHANGES = QoSProfile(depth=20, reliability=ReliabilityPolicy.RELIABLE, history
 
 
 class PolicyNode(Node):
-    def __init__(self):
+    ENDPOINTS = POLICY_NODE_ENDPOINTS  # held to what it creates: ros.base.check_endpoints
+
+    def __init__(self) -> None:
         super().__init__("policy_node")
-        self.p = declare(
-            self,
-            spec="blockenv",
-            server_uri="ws://127.0.0.1:8000",
-            api_key_file="",
-            action_horizon=0,
-            connect_timeout_s=2.0,
-            reconnect_max_s=5.0,
-            request_timeout_s=30.0,
-            cameras="",
-            privileged=True,
-            robot="",
-            max_image_age_s=0.0,
-            max_state_age_s=0.0,
-            image_timeout_s=5.0,
-            image_size=0,
-            publish_exchanges=True,
-            warmup_timeout_s=300.0,
-        )
-        if self.p["max_image_age_s"] < 0 or self.p["max_state_age_s"] < 0:
+        self.p = read_parameters(self, Parameters)
+        if self.p.max_image_age_s < 0 or self.p.max_state_age_s < 0:
             raise IndGenError("max_image_age_s and max_state_age_s must be positive (0: the robot configuration's)")
-        self.spec = registry.make(registry.SPECS, self.p["spec"])
-        if self.p["action_horizon"] > 0:
-            self.spec.horizon = int(self.p["action_horizon"])
+        self.spec = registry.make(registry.SPECS, self.p.spec)
+        if self.p.action_horizon > 0:
+            self.spec.horizon = int(self.p.action_horizon)
         io_cls = POLICY_IO.get(self.spec.name)
         if io_cls is None:
-            raise registry.UnknownName(f"spec '{self.p['spec']}' has no policy-side topic adapter")
-        self._api_key = read_api_key(self.p["api_key_file"] or None)
-        self.client = self._client_for(self.p["server_uri"])
+            raise registry.UnknownName(f"spec '{self.p.spec}' has no policy-side topic adapter")
+        self._api_key = read_api_key(self.p.api_key_file or None)
+        self.client = self._client_for(self.p.server_uri)
         self.routes: dict[str, str] = {}
         self._policy = ""  # the policy of the latest setup, as the setups name it
         self.status_pub = self.create_publisher(PolicyStatus, topics.POLICY_STATUS, LATCHED)
         self.exchange_pub = (
             self.create_publisher(PolicyExchange, topics.POLICY_EXCHANGE, EXCHANGES)
-            if self.p["publish_exchanges"]
+            if self.p.publish_exchanges
             else None
         )
         subscribe(self, TaskSetup, topics.TASK_SETUP, self._on_setup, LATCHED)
@@ -133,8 +91,8 @@ class PolicyNode(Node):
         return RemotePolicy(
             uri,
             api_key=self._api_key,
-            connect_timeout=self.p["connect_timeout_s"],
-            request_timeout=self.p["request_timeout_s"],
+            connect_timeout=self.p.connect_timeout_s,
+            request_timeout=self.p.request_timeout_s,
         )
 
     def _on_routes(self, msg: String) -> None:
@@ -149,7 +107,7 @@ class PolicyNode(Node):
         """Talk to the server of `policy`: a switch drops the connection (nothing is commanded
         until the new server is connected and warmed up) and the connect loop takes the new one."""
         self._policy = policy
-        wanted = self._client_for(self.routes.get(policy, self.p["server_uri"]))
+        wanted = self._client_for(self.routes.get(policy, self.p.server_uri))
         if wanted.uri == self.client.uri:
             return
         old, self.client = self.client, wanted
@@ -166,10 +124,10 @@ class PolicyNode(Node):
                 continue
             client = self.client
             try:
-                metadata = client.connect(timeout=self.p["connect_timeout_s"])
+                metadata = client.connect(timeout=self.p.connect_timeout_s)
             except PolicyUnavailable as exc:
                 self._stop.wait(delay)
-                delay = min(delay * 2, self.p["reconnect_max_s"])
+                delay = min(delay * 2, self.p.reconnect_max_s)
                 if client is self.client:
                     self.get_logger().warning(f"{exc}; retrying", throttle_duration_sec=10.0)
                 continue
@@ -202,7 +160,7 @@ class PolicyNode(Node):
         request = self.spec.request(obs, WARMUP_SETUP, 0)
         request[WARMUP_KEY] = True
         started = time.monotonic()
-        client.infer(request, timeout=self.p["warmup_timeout_s"])
+        client.infer(request, timeout=self.p.warmup_timeout_s)
         return f"; warm-up answered in {time.monotonic() - started:.1f} s"
 
     def _lost(self, reason: str) -> None:
@@ -257,17 +215,11 @@ class PolicyNode(Node):
                 tick = self._ticks.get(timeout=0.1)
             except queue.Empty:
                 continue
-            if not self._connected.wait(self.p["connect_timeout_s"]):
+            if not self._connected.wait(self.p.connect_timeout_s):
                 continue  # no policy, no command: the world's watchdog / the bridge handles it
-            setup = self.setups.get(tick.trial_id)
+            setup = self._setup_of(tick.trial_id)
             if setup is None:
-                self.get_logger().warning(f"no task setup for {tick.trial_id} yet; waiting", throttle_duration_sec=5)
-                deadline = time.monotonic() + 2.0
-                while setup is None and time.monotonic() < deadline and not self._stop.is_set():
-                    time.sleep(0.01)
-                    setup = self.setups.get(tick.trial_id)
-                if setup is None:
-                    continue
+                continue
             try:
                 action = self._action_for(tick, setup)
             except PolicyUnavailable as exc:
@@ -283,6 +235,15 @@ class PolicyNode(Node):
                 )
                 continue
             self.io.send(tick, action)
+
+    def _setup_of(self, trial_id: str):
+        """The task setup of `trial_id`; a tick that came before it waits for it up to 2 s."""
+        setup = self.setups.get(trial_id)
+        if setup is None:
+            self.get_logger().warning(f"no task setup for {trial_id} yet; waiting", throttle_duration_sec=5)
+            wait_until(lambda: self.setups.get(trial_id) is not None, 2.0, poll=0.01, stop=self._stop)
+            setup = self.setups.get(trial_id)
+        return setup
 
     def _action_for(self, tick: Tick, setup) -> dict:
         chunk = self._chunk

@@ -17,27 +17,17 @@ franka_hardware/doc/index.rst, "Error Recovery"), three ways.
 
 from __future__ import annotations
 
-import time
-
 from std_srvs.srv import Trigger
 
 from indgen_core.errors import IndGenError
 from indgen_core.robot_config import RobotConfig
+from indgen_core.ros.base import wait_future, wait_server
 from indgen_robot.safety import Recovery
 
 STAND_IN = "/indgen/sim/stand_in"
 STAND_IN_STEPS = ("error_recovery", "activate_hardware", "activate_controllers")
 #: how long a recovery step waits for its server to be there: a driver that is up answers at once
 SERVER_WAIT_S = 3.0
-
-
-def _wait(future, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not future.done():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 def manual_steps(config: RobotConfig) -> str:
@@ -60,10 +50,10 @@ class StandInRecovery:
     def recover(self) -> Recovery:
         timeout = self.config.recovery.timeout_s
         for i, (step, client) in enumerate(self.clients):
-            if not client.wait_for_service(timeout_sec=SERVER_WAIT_S):
+            if not wait_server(client, SERVER_WAIT_S):
                 return Recovery(False, f"no {client.srv_name} service", reachable=i > 0)
             future = client.call_async(Trigger.Request())
-            if not _wait(future, timeout):
+            if not wait_future(future, timeout):
                 return Recovery(False, f"{step}: no answer within {timeout:g} s", reachable=i > 0)
             if not future.result().success:
                 return Recovery(False, f"{step}: {future.result().message}")
@@ -103,31 +93,31 @@ class FrankaRecovery:
 
         error_recovery, set_state, switch = self.types
         r = self.config.recovery
-        if not self.action.wait_for_server(timeout_sec=SERVER_WAIT_S):
+        if not wait_server(self.action, SERVER_WAIT_S):
             return Recovery(False, f"no {r.error_recovery_action} action server", reachable=False)
         sent = self.action.send_goal_async(error_recovery.Goal())
-        if not _wait(sent, r.timeout_s) or not sent.result().accepted:
+        if not wait_future(sent, r.timeout_s) or not sent.result().accepted:
             return Recovery(False, "the error recovery goal was not accepted")
         result = sent.result().get_result_async()
-        if not _wait(result, r.timeout_s) or result.result().status != 4:  # GoalStatus.STATUS_SUCCEEDED
+        if not wait_future(result, r.timeout_s) or result.result().status != 4:  # GoalStatus.STATUS_SUCCEEDED
             return Recovery(
                 False, "error recovery did not succeed (is the arm still in contact, or the user stop pressed?)"
             )
         request = set_state.Request(
             name=r.hardware_component, target_state=State(id=State.PRIMARY_STATE_ACTIVE, label="active")
         )
-        if not self.hardware.wait_for_service(timeout_sec=SERVER_WAIT_S):
+        if not wait_server(self.hardware, SERVER_WAIT_S):
             return Recovery(False, f"no {self.hardware.srv_name} service", reachable=False)
         answer = self.hardware.call_async(request)
-        if not _wait(answer, r.timeout_s) or not answer.result().ok:
+        if not wait_future(answer, r.timeout_s) or not answer.result().ok:
             return Recovery(False, f"{r.hardware_component} could not be set active")
         request = switch.Request(
             activate_controllers=list(r.controllers), strictness=switch.Request.STRICT, activate_asap=True
         )
-        if not self.switch.wait_for_service(timeout_sec=SERVER_WAIT_S):
+        if not wait_server(self.switch, SERVER_WAIT_S):
             return Recovery(False, f"no {self.switch.srv_name} service", reachable=False)
         answer = self.switch.call_async(request)
-        if not _wait(answer, r.timeout_s) or not answer.result().ok:
+        if not wait_future(answer, r.timeout_s) or not answer.result().ok:
             return Recovery(False, f"the controllers {', '.join(r.controllers)} could not be activated")
         return Recovery(True, "recovered and re-activated")
 

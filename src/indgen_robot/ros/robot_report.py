@@ -6,9 +6,8 @@ policy's own motion caused the stop. Unverified on hardware."""
 
 from __future__ import annotations
 
-import time
-
 from indgen_core.ros.base import subscribe
+from indgen_core.waiting import wait_until
 
 
 class RobotReport:
@@ -47,7 +46,5 @@ class RobotReport:
         (a ROS install only; unverified on hardware); [] without franka_msgs."""
         if self.subscription is None:
             return []
-        deadline = time.monotonic() + 2.0
-        while self.latest is None and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: self.latest is not None, 2.0, poll=0.02)
         return list(self.latest[2]) if self.latest else []

@@ -9,6 +9,7 @@ prints the table in the paper's form and writes the report with every curve in o
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -26,6 +27,8 @@ from indgen_sim.blockenv.models import MODELS, PAPER_NAMES
 from indgen_sim.blockenv.policies import checkpoint_dir
 from indgen_sim.blockenv.train import TrainConfig, load_checkpoint, save_checkpoint, train
 from indgen_sim.blockenv.world import BlockEnvWorld, evaluation, level_of
+
+logger = logging.getLogger(__name__)
 
 PAPER_TABLE1: dict[str, tuple[list[float], int | None]] = {  # success % at L0..L3 and "breaks at", from the paper
     "maml": ([100, 100, 100, 0.0], 3),
@@ -141,7 +144,6 @@ def run_table1(
     checkpoints: Path | None = None,
     eval_only: bool = False,
     group: str | None = None,
-    log=print,
 ) -> dict:
     import torch
 
@@ -158,7 +160,7 @@ def run_table1(
         t0 = time.monotonic()
         demos, demo_path = demos_mod.load_or_generate((0, 1, 2), config.demos_per_level, noise=config.noise)
         steps = int(demos.target.sum())
-        log(
+        logger.info(
             f"demonstrations: {len(demos)} oracle episodes ({config.demos_per_level} per level at L0-L2, "
             f"{steps} imitated grasps, recovery noise {config.noise}) in {demo_path}"
         )
@@ -172,8 +174,8 @@ def run_table1(
                 seed=config.seed,
                 max_seconds=1e9,
             )
-            log(f"training {PAPER_NAMES[name]} ({tc.epochs} epochs)")
-            model, info = train(name, demos, tc, log=log)
+            logger.info(f"training {PAPER_NAMES[name]} ({tc.epochs} epochs)")
+            model, info = train(name, demos, tc)
             save_checkpoint(model, checkpoints / f"{name}.pt", {k: v for k, v in info.items() if k != "history"})
             models[name] = model
             timings[f"train_{name}"] = time.monotonic() - t0
@@ -199,7 +201,7 @@ def run_table1(
         record = _campaign(store, group, name, f"blockenv_{name}", range(top + 1), config.episodes, "evaluate")
         run_campaign_batched(store, record.id, batch_executor(model))
         ids[name] = record.id
-        log(f"evaluated {PAPER_NAMES[name]}")
+        logger.info(f"evaluated {PAPER_NAMES[name]}")
     timings["evaluation"] = time.monotonic() - t0
 
     from indgen_core.analysis import summarize

@@ -4,6 +4,7 @@ levels are never looked at."""
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,8 @@ import torch
 
 from indgen_sim.blockenv.demos import Demos
 from indgen_sim.blockenv.models import MODELS, BlockEnvModel, MAMLPolicy
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -116,7 +119,7 @@ def validation_accuracy(model: BlockEnvModel, data: dict[str, torch.Tensor]) -> 
 
 
 def train(
-    name: str, demos: Demos, config: TrainConfig | None = None, log=print, **model_kwargs
+    name: str, demos: Demos, config: TrainConfig | None = None, **model_kwargs
 ) -> tuple[BlockEnvModel, dict[str, Any]]:
     config = config or TrainConfig()
     torch.manual_seed(config.seed)
@@ -153,14 +156,14 @@ def train(
                 **extra,
             }
         )
-        log(
+        logger.info(
             f"  {name} epoch {epoch + 1}/{config.epochs}: loss {np.mean(losses):.4f}, "
             f"held-out L0-L2 accuracy {acc:.3f}" + "".join(f", {k.replace('_', ' ')} {v:.3f}" for k, v in extra.items())
         )
         if acc > best[0]:
             best = (acc, {k: v.detach().clone() for k, v in model.state_dict().items()}, epoch)
         if time.monotonic() - start > config.max_seconds:
-            log(f"  {name}: time budget of {config.max_seconds:.0f} s reached")
+            logger.info(f"  {name}: time budget of {config.max_seconds:.0f} s reached")
             break
     assert best[1] is not None, "no epoch ran (config.epochs < 1)"
     model.load_state_dict(best[1])

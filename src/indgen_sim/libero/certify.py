@@ -5,6 +5,7 @@ it (certified), failed on every valid trial (infeasible), or the setup itself wa
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
 
@@ -12,10 +13,12 @@ from indgen_core import cluster
 from indgen_core.campaign import CampaignConfig, plan_campaign
 from indgen_sim.libero import suite
 
+logger = logging.getLogger(__name__)
+
 MARK = {"certified": "ok", "infeasible": "INFEASIBLE", "rejected": "rejected", "not run": "not run"}
 
 
-def certify(store, tasks, axes, levels, trials: int = 1, workers: int | None = None, log=print) -> list[dict]:
+def certify(store, tasks, axes, levels, trials: int = 1, workers: int | None = None) -> list[dict]:
     """One oracle certify campaign per (axis, task), run on worker processes; the table rows."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     with cluster.connect(workers=workers or cluster.default_workers()) as client:
@@ -36,7 +39,7 @@ def certify(store, tasks, axes, levels, trials: int = 1, workers: int | None = N
             t0 = time.monotonic()
             cluster.run_campaign_cluster(store, record.id, client, world_options={"cameras": False})
             rows = level_rows(store, record.id, task, axis, levels)
-            log(
+            logger.info(
                 f"{axis} task {task}: "
                 + " ".join(f"k={r['k']}:{MARK[r['state']]}" for r in rows)
                 + f" ({time.monotonic() - t0:.0f} s)"

@@ -41,7 +41,7 @@ def cmd_certify(args: argparse.Namespace) -> int:
     from indgen_sim.libero.certify import certify, write_table
 
     with open_store(args) as store:
-        rows = certify(store, args.tasks, args.axes, args.levels, args.trials, args.workers or None, log=print)
+        rows = certify(store, args.tasks, args.axes, args.levels, args.trials, args.workers or None)
     md = write_table(rows, args.levels, args.out)
     print(md.read_text())
     return 0

@@ -15,10 +15,7 @@ A camera can be frozen through /indgen/sim/stand_in/inject ({"camera": NAME, "fr
 "stop" | "repeat" | "off"}): "stop" publishes nothing (the wrapper skips frames it did not
 grab); "repeat" re-sends the last frame with its old stamp (a driver that re-sends).
 
-Parameters: robot (robot configuration: the camera topics), builtin (the twin's built-in FR3;
-the stand-in's own setting), image_width, image_height, render_width, render_height,
-encoding (bgra8, bgr8, rgb8), camera_hz (at most this many frames per second and camera).
-"""
+Parameters and endpoints: indgen_sim/node_interfaces.py (docs/reference/nodes.md)."""
 
 from __future__ import annotations
 
@@ -35,14 +32,12 @@ from std_msgs.msg import String
 
 from indgen_core.errors import IndGenError, first_line
 from indgen_core.robot_config import load_robot_config
-from indgen_core.ros.base import LATCHED, LOCKSTEP, declare, run_node, subscribe
+from indgen_core.ros.base import LATCHED, LOCKSTEP, read_parameters, run_node, subscribe
+from indgen_sim.node_interfaces import FR3_CAMERAS_ENDPOINTS, INJECT, SCENE_STATE, STATUS
+from indgen_sim.node_interfaces import Fr3CamerasParameters as Parameters
 from indgen_sim.twin import scene
 from indgen_sim.twin.world import DroidTwinWorld
 
-STAND_IN = "/indgen/sim/stand_in"
-SCENE_STATE = f"{STAND_IN}/scene_state"
-INJECT = f"{STAND_IN}/inject"
-STATUS = f"{STAND_IN}/cameras"
 ENCODINGS = ("bgra8", "bgr8", "rgb8")
 
 
@@ -91,25 +86,17 @@ def scene_state(world, stamp) -> String:
 
 
 class Fr3Cameras(Node):
-    def __init__(self):
+    ENDPOINTS = FR3_CAMERAS_ENDPOINTS  # held to what it creates: ros.base.check_endpoints
+
+    def __init__(self) -> None:
         super().__init__("fr3_cameras")
-        self.p = declare(
-            self,
-            robot="fr3_robotiq_zed",
-            builtin=False,
-            image_width=1280,
-            image_height=720,
-            render_width=320,
-            render_height=180,
-            encoding="bgra8",
-            camera_hz=15.0,
-        )
-        if self.p["encoding"] not in ENCODINGS:
-            raise IndGenError(f"encoding must be one of {', '.join(ENCODINGS)}, got {self.p['encoding']!r}")
-        if not self.p["camera_hz"] > 0:
-            raise IndGenError(f"camera_hz must be positive, got {self.p['camera_hz']}")
-        self.config = load_robot_config(self.p["robot"])
-        self.world = DroidTwinWorld(cameras=[], builtin=self.p["builtin"])
+        self.p = read_parameters(self, Parameters)
+        if self.p.encoding not in ENCODINGS:
+            raise IndGenError(f"encoding must be one of {', '.join(ENCODINGS)}, got {self.p.encoding!r}")
+        if not self.p.camera_hz > 0:
+            raise IndGenError(f"camera_hz must be positive, got {self.p.camera_hz}")
+        self.config = load_robot_config(self.p.robot)
+        self.world = DroidTwinWorld(cameras=[], builtin=self.p.builtin)
         self.image_pubs = {
             cam: self.create_publisher(Image, topic, LOCKSTEP) for cam, topic in self.config.cameras.items()
         }
@@ -147,7 +134,7 @@ class Fr3Cameras(Node):
             self._publish_status()
 
     def _run(self) -> None:
-        period = 1.0 / self.p["camera_hz"]
+        period = 1.0 / self.p.camera_hz
         while not self._stop.is_set():
             with self._cond:
                 self._cond.wait_for(lambda: self._latest is not None or self._stop.is_set(), timeout=0.5)
@@ -173,15 +160,17 @@ class Fr3Cameras(Node):
         qpos = np.asarray(state["qpos"], float)
         if qpos.shape != (m.nq,):
             raise ValueError(f"scene state has {qpos.size} positions, the model {m.nq}")
-        w.d.qpos[:] = qpos
-        mujoco.mj_forward(m, w.d)
+        data = w.d
+        assert data is not None, "the world's data exists once its model is bound"
+        data.qpos[:] = qpos
+        mujoco.mj_forward(m, data)
 
     def _frames(self, state: dict) -> None:
         from builtin_interfaces.msg import Time
 
         stamp = Time(sec=int(state["stamp"][0]), nanosec=int(state["stamp"][1]))
-        size = (self.p["image_height"], self.p["image_width"])
-        render = (self.p["render_height"], self.p["render_width"])
+        size = (self.p.image_height, self.p.image_width)
+        render = (self.p.render_height, self.p.render_width)
         wanted = [
             cam
             for cam, pub in self.image_pubs.items()
@@ -198,7 +187,7 @@ class Fr3Cameras(Node):
                 continue
             if self.image_pubs[cam].get_subscription_count() > 0:  # the wrapper grabs only what someone reads
                 self.streams_on.add(self.config.cameras[cam])
-                msg = image_message(self.world.render(cam, render), size, self.p["encoding"], stamp, cam)
+                msg = image_message(self.world.render(cam, render), size, self.p.encoding, stamp, cam)
                 self.last_frames[cam] = msg
                 self.image_pubs[cam].publish(msg)
                 self.frames += 1

@@ -28,11 +28,7 @@ broadcasters and the arm controller). Test controls on /indgen/sim/stand_in/inje
 {"driver": "crash" | "restart"}, {"contact_thresholds": [7 Nm]},
 {"reset_peaks": true}. Status (JSON, latched) on /indgen/sim/stand_in/status.
 
-Parameters: robot (robot configuration), builtin (the twin's built-in FR3), broadcaster_hz,
-measured_hz, joint_state_rate, gripper_hz, camera_hz (the scene state for the cameras),
-privileged (publish the object poses, sim only), contact_threshold (Nm, every joint; DROID's
-FR3 setting 40).
-"""
+Parameters and endpoints: indgen_sim/node_interfaces.py (docs/reference/nodes.md)."""
 
 from __future__ import annotations
 
@@ -51,17 +47,18 @@ from trajectory_msgs.msg import JointTrajectory
 
 from indgen_core import messages, topics
 from indgen_core.errors import IndGenError, first_line
+from indgen_core.records import TaskSetup as SetupRecord
 from indgen_core.robot_config import load_robot_config
 from indgen_core.ros import fr3
-from indgen_core.ros.base import LATCHED, declare, run_node, serve, subscribe
+from indgen_core.ros.base import LATCHED, read_parameters, run_node, serve, subscribe
 from indgen_core.trajectory import Point
 from indgen_msgs.msg import ObjectPoses, TaskSetup
-from indgen_sim.ros.fr3_cameras import SCENE_STATE, STAND_IN, scene_state
+from indgen_sim.node_interfaces import FR3_STAND_IN_ENDPOINTS, INJECT_TOPIC, SCENE_STATE, STAND_IN, STATUS_TOPIC
+from indgen_sim.node_interfaces import Fr3StandInParameters as Parameters
+from indgen_sim.ros.fr3_cameras import scene_state
 from indgen_sim.standin.cell import ERRORS, StandInCell
 
 FRANKA_LOG = rclpy_logging.get_logger("FrankaHardwareInterface")
-STATUS_TOPIC = f"{STAND_IN}/status"
-INJECT_TOPIC = f"{STAND_IN}/inject"
 #: rclcpp::SystemDefaultsQoS: reliable, volatile, keep last 10 (the broadcasters, the JTC's topic)
 SYSTEM_DEFAULT = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
 #: franka_robot_state_broadcaster's convenience topics: rclcpp::QoS(1).best_effort()
@@ -93,25 +90,16 @@ class JointStatePublisher:
 
 
 class Fr3StandIn(Node):
-    def __init__(self):
+    ENDPOINTS = FR3_STAND_IN_ENDPOINTS  # held to what it creates: ros.base.check_endpoints
+
+    def __init__(self) -> None:
         super().__init__("fr3_stand_in")
-        self.p = declare(
-            self,
-            robot="fr3_robotiq_zed",
-            builtin=False,
-            broadcaster_hz=100.0,
-            measured_hz=50.0,
-            joint_state_rate=30.0,
-            gripper_hz=50.0,
-            camera_hz=15.0,
-            privileged=True,
-            contact_threshold=40.0,
-        )
+        self.p = read_parameters(self, Parameters)
         for rate in ("broadcaster_hz", "measured_hz", "joint_state_rate", "gripper_hz", "camera_hz"):
-            if not self.p[rate] > 0:
-                raise IndGenError(f"{rate} must be positive, got {self.p[rate]}")
-        self.config = c = load_robot_config(self.p["robot"])
-        self.cell = StandInCell(c, builtin=self.p["builtin"], contact_thresholds=(self.p["contact_threshold"],) * 7)
+            if not getattr(self.p, rate) > 0:
+                raise IndGenError(f"{rate} must be positive, got {getattr(self.p, rate)}")
+        self.config = c = load_robot_config(self.p.robot)
+        self.cell = StandInCell(c, builtin=self.p.builtin, contact_thresholds=(self.p.contact_threshold,) * 7)
         self.jsp = JointStatePublisher(c.arm.joints)
         self.arm_pub = self.create_publisher(JointState, c.arm.state_topic, SYSTEM_DEFAULT)
         measured = c.arm.robot_state_topic.rsplit("/", 1)[0] + "/measured_joint_states"
@@ -132,7 +120,7 @@ class Fr3StandIn(Node):
         serve(self, Trigger, f"{STAND_IN}/build_scene", self._build_scene)
         self.recovery_services: list = []
         self._serve_recovery()
-        self.setup = None
+        self.setup: SetupRecord | None = None
         self._errors_seen = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hardware", daemon=True)
@@ -229,13 +217,13 @@ class Fr3StandIn(Node):
     def _run(self) -> None:
         start = time.monotonic()
         rates = {
-            "arm": self.p["broadcaster_hz"],
-            "measured": self.p["measured_hz"],
-            "merged": self.p["joint_state_rate"],
-            "gripper": self.p["gripper_hz"],
+            "arm": self.p.broadcaster_hz,
+            "measured": self.p.measured_hz,
+            "merged": self.p.joint_state_rate,
+            "gripper": self.p.gripper_hz,
             "poses": 15.0,
             "status": 2.0,
-            "scene": self.p["camera_hz"],
+            "scene": self.p.camera_hz,
         }
         due = dict.fromkeys(rates, start)
         while not self._stop.is_set():
@@ -287,7 +275,7 @@ class Fr3StandIn(Node):
             msg = JointState(name=[self.config.gripper.joint], position=[self.cell.knuckle()], velocity=[0.0])
             msg.header.stamp = stamp
             self.gripper_pub.publish(msg)
-        if now >= due["poses"] and self.p["privileged"]:
+        if now >= due["poses"] and self.p.privileged:
             with self.cell.lock:
                 poses = self.cell.physics.object_poses()
             self.pose_pub.publish(fr3.object_poses(poses, stamp))

@@ -20,19 +20,7 @@ command, so the progression manager can tell a slow world from a dead one. When 
 ends, before the world judges it, its final state (World.final_state) goes out on
 /indgen/sim/final_state with the setup, so that a recorded bag is enough to judge it again.
 
-Parameters:
-  world (str)                registered world (blockenv, droid_twin, ...)
-  world_options (str)        keyword arguments of the world as a YAML mapping, e.g.
-                             "{cameras: [exterior_1], image_size: 224}" for droid_twin
-  level_images (bool)        save the world's preview after the first reset of each level of a
-                             campaign, as the report's per-level image
-  render (str)               camera images: on_request (only the ticks the policy node asks for,
-                             the start of each open-loop chunk; the same pixels as every tick) or
-                             every_tick (a frame per camera per tick, e.g. for full-rate videos)
-  action_timeout_s (float)   how long one tick may wait for its command
-  policy_silence_s (float)   no /indgen/policy_status for this long: the policy node is gone
-  feedback_period_s (float)  wall time between feedback messages
-"""
+Parameters and endpoints: indgen_sim/node_interfaces.py (docs/reference/nodes.md)."""
 
 from __future__ import annotations
 
@@ -41,6 +29,7 @@ import dataclasses
 import json
 import threading
 import time
+from typing import Any
 
 import rclpy
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
@@ -54,12 +43,14 @@ from indgen_core.episode import run_episode
 from indgen_core.errors import IndGenError, first_line
 from indgen_core.records import Outcome, TrialResult
 from indgen_core.ros import convert
-from indgen_core.ros.base import LATCHED, LOCKSTEP, RELIABLE, declare, run_node, serve, subscribe
+from indgen_core.ros.base import LATCHED, LOCKSTEP, RELIABLE, read_parameters, run_node, serve, subscribe
 from indgen_core.specs import Spec
 from indgen_core.world_watch import WorldWatch
 from indgen_msgs.action import RunEpisode
 from indgen_msgs.msg import PolicyStatus, TaskSetup, WorldFinalState
 from indgen_msgs.srv import PrepareTrial
+from indgen_sim.node_interfaces import SIM_BRIDGE_ENDPOINTS
+from indgen_sim.node_interfaces import SimBridgeParameters as Parameters
 from indgen_sim.ros.stamped_io import StampedWorldIO
 
 #: world spec -> the module:class that carries its topics
@@ -84,37 +75,30 @@ class _PassThrough(Spec):
 
 
 class SimBridge(Node):
-    def __init__(self):
+    ENDPOINTS = SIM_BRIDGE_ENDPOINTS  # held to what it creates: ros.base.check_endpoints
+
+    def __init__(self) -> None:
         super().__init__("sim_bridge")
-        self.p = declare(
-            self,
-            world="blockenv",
-            world_options="",
-            level_images=False,
-            render="on_request",
-            action_timeout_s=10.0,
-            policy_silence_s=5.0,
-            feedback_period_s=0.5,
-        )
-        options = _options(self.p["world_options"])
+        self.p = read_parameters(self, Parameters)
+        options = _options(self.p.world_options)
         try:
-            self.world = registry.make(registry.WORLDS, self.p["world"], **options)
+            self.world = registry.make(registry.WORLDS, self.p.world, **options)
         except TypeError as exc:
-            raise IndGenError(f"world '{self.p['world']}' does not take the options {sorted(options)}: {exc}") from None
+            raise IndGenError(f"world '{self.p.world}' does not take the options {sorted(options)}: {exc}") from None
         self.imaged: set[tuple[str, int]] = set()
         adapter = IO_ADAPTERS.get(self.world.spec)
         if adapter is None:
-            raise registry.UnknownName(f"world '{self.p['world']}' has no ROS topic adapter (spec '{self.world.spec}')")
+            raise registry.UnknownName(f"world '{self.p.world}' has no ROS topic adapter (spec '{self.world.spec}')")
         # its own name: the command line's __node remap must not rename it to the bridge's
         self.io_node = rclpy.create_node(f"{self.get_name()}_io", context=self.context, use_global_arguments=False)
         io_cls = registry.import_target(adapter, "topic adapter")
         self.io = io_cls(
-            self.io_node, self.world, **({"render": self.p["render"]} if issubclass(io_cls, StampedWorldIO) else {})
+            self.io_node, self.world, **({"render": self.p.render} if issubclass(io_cls, StampedWorldIO) else {})
         )
         self.clock_pub = self.io_node.create_publisher(Clock, topics.CLOCK, LOCKSTEP)
         self.final_pub = self.io_node.create_publisher(WorldFinalState, topics.FINAL_STATE, RELIABLE)
         self.world_options = json.dumps(options, sort_keys=True)
-        self.watch = WorldWatch(self.p["policy_silence_s"], self.world.robot_model)
+        self.watch = WorldWatch(self.p.policy_silence_s, self.world.robot_model)
         subscribe(self.io_node, PolicyStatus, topics.POLICY_STATUS, self.watch.on_policy_status, LATCHED)
         subscribe(self.io_node, TaskSetup, topics.TASK_SETUP, self.watch.on_setup, LATCHED)
         serve(self.io_node, PrepareTrial, topics.PREPARE_TRIAL, self._prepare)
@@ -133,7 +117,7 @@ class SimBridge(Node):
             goal_callback=lambda goal: GoalResponse.ACCEPT,
             cancel_callback=lambda _: CancelResponse.ACCEPT,
         )
-        self.get_logger().info(f"serving {topics.RUN_EPISODE} for world '{self.p['world']}'")
+        self.get_logger().info(f"serving {topics.RUN_EPISODE} for world '{self.p.world}'")
 
     def extra_nodes(self):
         return [self.io_node]
@@ -199,7 +183,7 @@ class SimBridge(Node):
         return result
 
     def _episode(self, goal_handle, setup):
-        last_feedback = [0.0, 0, "resetting"]  # when, step, phase
+        last_feedback: list[Any] = [0.0, 0, "resetting"]  # when, step, phase
         max_steps = self.world.max_steps(setup)
         started = time.monotonic()
         lock = threading.Lock()
@@ -214,13 +198,13 @@ class SimBridge(Node):
                 )
 
         def feedback(step: int, total: int, phase: str = "running") -> None:
-            if time.monotonic() - last_feedback[0] >= self.p["feedback_period_s"] or step in (0, total):
+            if time.monotonic() - last_feedback[0] >= self.p.feedback_period_s or step in (0, total):
                 send(step, total, phase)
 
         done = threading.Event()
 
         def heartbeat() -> None:  # feedback while a tick waits for its command, or a reset takes long
-            period = max(self.p["feedback_period_s"], 0.05)
+            period = max(self.p.feedback_period_s, 0.05)
             while not done.wait(period):
                 if time.monotonic() - last_feedback[0] >= period:
                     send(
@@ -236,19 +220,19 @@ class SimBridge(Node):
                 return "cancelled by the progression manager"
             if self.estop:
                 return "operator e-stop"
-            return self.watch.reason(started, self.p["action_timeout_s"])
+            return self.watch.reason(started, self.p.action_timeout_s)
 
         def infer(request):
             step = request["step"]
             self.sim_time += self.world.control_dt if step else 0.0
             stamp = _time_msg(self.sim_time)
             self.clock_pub.publish(Clock(clock=stamp))
-            return self.io.exchange(setup, step, request["obs"], stamp, self.p["action_timeout_s"], should_abort)
+            return self.io.exchange(setup, step, request["obs"], stamp, self.p.action_timeout_s, should_abort)
 
         images: list[str] = []
 
         def on_reset(_obs) -> None:
-            if self.p["level_images"] and (setup.campaign_id, setup.level) not in self.imaged:
+            if self.p.level_images and (setup.campaign_id, setup.level) not in self.imaged:
                 self.imaged.add((setup.campaign_id, setup.level))
                 path = self._save_level_image(setup)
                 if path:
@@ -259,7 +243,7 @@ class SimBridge(Node):
                 campaign_id=setup.campaign_id,
                 trial_id=setup.trial_id,
                 setup_stamp=stamp,
-                world=self.p["world"],
+                world=self.p.world,
                 world_options_json=self.world_options,
                 setup_json=setup.to_json(),
                 ending=ending,

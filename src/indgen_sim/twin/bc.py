@@ -16,6 +16,7 @@ oracle labels every state it visits, so the policy learns to recover from its ow
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Mapping
@@ -29,6 +30,8 @@ from indgen_core.errors import IndGenError, require
 from indgen_core.policy import Policy
 from indgen_sim.twin import tasks
 from indgen_sim.twin.policy_input import FEATURES, TWIST_SCALE, features, object_poses
+
+logger = logging.getLogger(__name__)
 
 
 def checkpoint_path() -> Path:
@@ -55,7 +58,6 @@ def collect(
     policy: Policy | None = None,
     noise: float = 0.02,
     seed_base: int = 7_000_000,
-    log=print,
     builtin: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, dict]:
     """Oracle-labelled states at tau_0 for both tasks: (features, oracle actions, stats). The
@@ -95,7 +97,7 @@ def collect(
                 done = True
                 break
         solved += done and world.evaluate().outcome.name == "SUCCESS"
-        progress(log, e, episodes, policy is None, t0)
+        progress(e, episodes, policy is None, t0)
     world.close()
     return (
         np.array(xs, dtype=np.float32),
@@ -127,16 +129,25 @@ def tau0_setups(episodes: int, seed_base: int, policy: str, prefix: str):
         )
 
 
-def progress(log, e: int, episodes: int, demonstrations: bool, t0: float, extra: str = "") -> None:
+def progress(e: int, episodes: int, demonstrations: bool, t0: float, extra: str = "") -> None:
     if (e + 1) % 10 == 0:
-        log(
+        logger.info(
             f"  {'demonstrations' if demonstrations else 'DAgger'}: {e + 1}/{episodes} episodes "
             f"({time.monotonic() - t0:.0f} s{extra})"
         )
 
 
 def fit(
-    params, n: int, loss_of, epochs: int, batch: int, seed: int, log, label: str, every: int, max_lr: float = 3e-3
+    params,
+    n: int,
+    loss_of,
+    epochs: int,
+    batch: int,
+    seed: int,
+    label: str,
+    every: int,
+    max_lr: float = 3e-3,
+    quiet: bool = False,
 ) -> None:
     """Adam over shuffled minibatches of n samples with a one-cycle learning rate (warm up to
     `max_lr`, anneal to ~0); `loss_of(indices)` is one batch's loss. The annealing matters:
@@ -159,10 +170,14 @@ def fit(
             sched.step()
             total += loss.item() * len(idx)
         if (epoch + 1) % every == 0 or epoch + 1 == epochs:
-            log(f"  {label}epoch {epoch + 1}/{epochs}: loss {total / n:.4f}")
+            logger.log(
+                logging.DEBUG if quiet else logging.INFO, f"  {label}epoch {epoch + 1}/{epochs}: loss {total / n:.4f}"
+            )
 
 
-def train(x: np.ndarray, y: np.ndarray, epochs: int = 200, hidden: int = 256, seed: int = 0, log=print) -> dict:
+def train(
+    x: np.ndarray, y: np.ndarray, epochs: int = 200, hidden: int = 256, seed: int = 0, quiet: bool = False
+) -> dict:
     torch = require("torch", "all", "the twin's tau_0 policy")
     torch.manual_seed(seed)
     mean, std = x.mean(0), x.std(0) + 1e-6
@@ -176,7 +191,7 @@ def train(x: np.ndarray, y: np.ndarray, epochs: int = 200, hidden: int = 256, se
             out[:, :6], vel[idx]
         ) + torch.nn.functional.binary_cross_entropy_with_logits(out[:, 6], grip[idx])
 
-    fit(model.parameters(), len(xt), loss_of, epochs, 256, seed, log, "", 50)
+    fit(model.parameters(), len(xt), loss_of, epochs, 256, seed, "", 50, quiet=quiet)
     return {"state_dict": model.state_dict(), "mean": mean, "std": std, "hidden": hidden}
 
 
@@ -261,7 +276,7 @@ class TwinBCPolicy(Policy):
         return np.concatenate([self.ik.joint_velocities(q, twist), [1.0 if out[6] > 0 else 0.0]])
 
 
-def best_iterate(rounds: int, start, drive, retrain, info: dict, who: str, log):
+def best_iterate(rounds: int, start, drive, retrain, info: dict, who: str):
     """DAgger rounds, keeping the iterate that solved most tau_0 episodes (iterates vary a lot;
     only tau_0 ever chooses): `drive(r, iterate)` runs a round with it, giving (data, stats),
     `retrain(data)` the next iterate; the last one drives once more, only to be judged."""
@@ -269,7 +284,7 @@ def best_iterate(rounds: int, start, drive, retrain, info: dict, who: str, log):
     for r in range(rounds + 1 if rounds else 0):
         more, stats = drive(r, current)
         what = f"DAgger round {r + 1}/{rounds}" if r < rounds else "last iterate"
-        log(f"  {what}: {who} solved {stats['solved']}/{stats['episodes']} at tau_0")
+        logger.info(f"  {what}: {who} solved {stats['solved']}/{stats['episodes']} at tau_0")
         info["rounds"].append(stats)
         if stats["solved"] >= best[0]:
             best = (stats["solved"], r, current)
@@ -277,7 +292,7 @@ def best_iterate(rounds: int, start, drive, retrain, info: dict, who: str, log):
             current = retrain(more)
     if rounds:
         info["chosen"] = f"the iterate that drove pass {best[1] + 1} ({best[0]}/{stats['episodes']} at tau_0)"
-        log(f"  kept {info['chosen']}")
+        logger.info(f"  kept {info['chosen']}")
     return best[2]
 
 
@@ -287,23 +302,22 @@ def train_with_dagger(
     episodes_per_round: int = 30,
     epochs: int = 200,
     builtin: bool = False,
-    log=print,
 ) -> tuple[dict, dict]:
     """Oracle demonstrations, then DAgger rounds, all at tau_0; returns (checkpoint, info)."""
-    ckpt, info, _, _ = dagger(demo_episodes, rounds, episodes_per_round, epochs, builtin, log)
+    ckpt, info, _, _ = dagger(demo_episodes, rounds, episodes_per_round, epochs, builtin)
     return ckpt, info
 
 
 def dagger(
-    demo_episodes: int, rounds: int, episodes_per_round: int, epochs: int, builtin: bool, log=print
+    demo_episodes: int, rounds: int, episodes_per_round: int, epochs: int, builtin: bool
 ) -> tuple[dict, dict, np.ndarray, np.ndarray]:
     """train_with_dagger, and the oracle-labelled states it trained on (the camera-based policy
     goes on training its control MLP on them)."""
     from indgen_sim.twin import assets
 
-    x, y, stats = collect(demo_episodes, log=log, builtin=builtin)
+    x, y, stats = collect(demo_episodes, builtin=builtin)
     info: dict[str, Any] = {"rounds": [stats], "robot_model": assets.robot_source(prefer_builtin=builtin).kind}
-    ckpt = train(x, y, epochs=epochs, log=log)
+    ckpt = train(x, y, epochs=epochs)
     data = {"x": x, "y": y}
 
     def drive(r: int, current: dict):
@@ -311,29 +325,28 @@ def dagger(
             episodes_per_round,
             policy=TwinBCPolicy(current, builtin=builtin),
             seed_base=8_000_000 + 1000 * r,
-            log=log,
             builtin=builtin,
         )
         return (xr, yr), stats
 
     def retrain(more) -> dict:
         data["x"], data["y"] = np.concatenate([data["x"], more[0]]), np.concatenate([data["y"], more[1]])
-        return train(data["x"], data["y"], epochs=epochs, log=log)
+        return train(data["x"], data["y"], epochs=epochs)
 
-    ckpt = best_iterate(rounds, ckpt, drive, retrain, info, "the policy", log)
+    ckpt = best_iterate(rounds, ckpt, drive, retrain, info, "the policy")
     x, y = data["x"], data["y"]
     info["samples"] = len(x)
     return ckpt, info, x, y
 
 
-def train_and_save(path: str | Path | None = None, log=print, **options) -> Path:
+def train_and_save(path: str | Path | None = None, **options) -> Path:
     """train_with_dagger with the defaults below, saved atomically to `path` (or the standard
     place); what was collected and how well the policy did per round go into the checkpoint."""
     torch = require("torch", "all", "the twin's tau_0 policy")
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     t0 = time.monotonic()
-    ckpt, info = train_with_dagger(log=log, **options)
+    ckpt, info = train_with_dagger(**options)
     info["train_seconds"] = round(time.monotonic() - t0, 1)
     out = save(ckpt, Path(path) if path else checkpoint_path(), info)
-    log(f"trained in {info['train_seconds']:.0f} s on {info['samples']} oracle-labelled states at tau_0")
+    logger.info(f"trained in {info['train_seconds']:.0f} s on {info['samples']} oracle-labelled states at tau_0")
     return out

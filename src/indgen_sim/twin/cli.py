@@ -126,11 +126,11 @@ def cmd_train_bc(args: argparse.Namespace) -> int:
             options["state_rounds"] = args.rounds
         if args.views is not None:
             options["view_layouts"] = args.views
-        path = training.train_and_save(args.out, log=print, builtin=args.robot != "menagerie", **options)
+        path = training.train_and_save(args.out, builtin=args.robot != "menagerie", **options)
     else:
         if args.epochs is not None:
             options["epochs"] = args.epochs
-        path = bc.train_and_save(args.out, log=print, builtin=args.robot == "builtin", **options)
+        path = bc.train_and_save(args.out, builtin=args.robot == "builtin", **options)
     print(f"checkpoint: {path}")
     return 0
 
@@ -197,7 +197,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             else "the checkpoint predates the current input layout"
         )
         print(f"training the tau_0 policy ({why}: {bc.checkpoint_path()}) ...", flush=True)
-        bc.train_and_save(None, log=print)
+        bc.train_and_save(None)
     ids = []
     for policy, campaign in (
         ("droid_twin_oracle", f"campaigns/twin_{args.axis}_oracle.yaml"),

@@ -14,7 +14,7 @@ receptive field the rule needs, and nothing that can memorise where blocks sat i
 levels. It is still learned, from the analytic target, not given the rule.
 `ind_linear` keeps the other reading, a linear read-out of the transformer's state, as an
 ablation: it learns the rule on L0-L2 grids but, at L3, rates the inner blocks where the L2
-tips used to be as graspable (README, Table 1).
+tips used to be as graspable (docs/results/table1.md).
 
 The legality loss covers the grasps on occupied cells (the only ones the gate is asked about)
 and weights the legal ones up to balance the classes: unweighted, the linear head learned to

@@ -7,6 +7,7 @@ are episodes (`views`).
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -16,6 +17,8 @@ from indgen_core.policy import Policy
 from indgen_core.specs.droid import EXTERIOR, WRIST
 from indgen_sim.twin import bc, policy_input
 from indgen_sim.twin.vision.features import REQUEST_IMAGES, proprio, shrink, targets
+
+logger = logging.getLogger(__name__)
 
 #: a perception sample's parts: the two shrunk images, the proprioception and the label
 FRAME_KEYS = ("exterior", "wrist", "state", "target")
@@ -28,7 +31,6 @@ def collect(
     seed_base: int = 9_000_000,
     builtin: bool = True,
     image_every: int = 2,
-    log=print,
 ) -> tuple[dict, dict]:
     """tau_0 episodes of both tasks: control samples (state features, oracle label) on every
     tick and perception samples (both images, proprioception, label) every `image_every` ticks
@@ -80,7 +82,7 @@ def collect(
                 done = True
                 break
         solved += done and world.evaluate().outcome.name == "SUCCESS"
-        bc.progress(log, e, episodes, policy is None, t0, f", {world.frames_rendered} frames rendered")
+        bc.progress(e, episodes, policy is None, t0, f", {world.frames_rendered} frames rendered")
     world.close()
     data = {k: np.array(v) for k, v in frames.items()}
     data["control_x"] = np.array(control_x, dtype=np.float32)
@@ -111,7 +113,6 @@ def views(
     per_layout: int = 4,
     seed_base: int = 9_500_000,
     builtin: bool = True,
-    log=print,
 ) -> dict:
     """Perception samples over many more tau_0 layouts than there are episodes: each fresh
     layout (settled as for an episode) is seen with the arm teleported to `per_layout` poses
@@ -137,6 +138,6 @@ def views(
             world.pose_arm(q)
             add_frame(frames, spec.request(world.observe(), setup, 0), kin)
         if (e + 1) % 250 == 0:
-            log(f"  views: {e + 1}/{layouts} layouts ({time.monotonic() - t0:.0f} s)")
+            logger.info(f"  views: {e + 1}/{layouts} layouts ({time.monotonic() - t0:.0f} s)")
     world.close()
     return {k: np.array(frames[k]) for k in FRAME_KEYS}

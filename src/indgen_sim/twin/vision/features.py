@@ -9,12 +9,15 @@ hand holds it, an offset learned from the training labels (`in_hand_offsets`).
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
 
 from indgen_core.specs.droid import EXTERIOR, WRIST
 from indgen_sim.twin import policy_input, tasks
+
+logger = logging.getLogger(__name__)
 
 IMAGE = 64  # pixels a side the network sees (the 224 x 224 request images, box-filtered)
 TARGETS = 3 + 3 + 2  # pick and place object positions (robot base frame), (sin, cos) of 4 x pick yaw
@@ -70,7 +73,7 @@ def holding(g: float) -> bool:
     return HOLDING[0] < g < HOLDING[1]
 
 
-def in_hand_offsets(frames: dict[str, np.ndarray], log=print) -> dict[str, list[float]]:
+def in_hand_offsets(frames: dict[str, np.ndarray]) -> dict[str, list[float]]:
     """Where a held object sits in the pinch frame, per task: the median over the training
     frames in which the gripper is `holding` it (labels within 5 cm of the pinch point).
 
@@ -91,7 +94,9 @@ def in_hand_offsets(frames: dict[str, np.ndarray], log=print) -> dict[str, list[
         if mine.any():
             out[task] = [float(v) for v in np.median(offset[mine], axis=0)]
         else:  # only in tiny runs (tests): no demonstration got that far
-            log(f"  no training frame holds the {task} task's object: a held one is taken to be at the pinch point")
+            logger.warning(
+                f"  no training frame holds the {task} task's object: a held one is taken to be at the pinch point"
+            )
             out[task] = [0.0, 0.0, 0.0]
     return out
 

@@ -8,6 +8,7 @@ poses, used only as training targets, each task's scaled by their own mean and s
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,8 @@ import numpy as np
 from indgen_core.errors import require
 from indgen_sim.twin import bc
 from indgen_sim.twin.vision.features import PROPRIO, TARGETS, task_index, task_scales
+
+logger = logging.getLogger(__name__)
 
 KEYPOINTS = 16
 
@@ -75,7 +78,7 @@ def perception_network(keypoints: int = KEYPOINTS, hidden: int = 256):
 
 
 def train_perception(
-    data: dict[str, np.ndarray], epochs: int, start: dict | None = None, seed: int = 0, max_lr: float = 1e-3, log=print
+    data: dict[str, np.ndarray], epochs: int, start: dict | None = None, seed: int = 0, max_lr: float = 1e-3
 ) -> dict:
     """Fit (or go on fitting `start`) the perception network; returns its checkpoint part."""
     torch = require("torch", "all", "the twin's vision policy")
@@ -95,7 +98,6 @@ def train_perception(
         epochs,
         128,
         seed,
-        log,
         "perception ",
         5,
         max_lr,
@@ -105,7 +107,7 @@ def train_perception(
         tail = slice(len(target) - max(1, len(target) // 10), len(target))
         error = (net(ext[tail], wrist[tail], state[tail]).numpy() - target[tail].numpy()) * std[task[tail]]
     rms = np.sqrt((error**2).mean(0))
-    log(
+    logger.info(
         f"  perception RMS error (on training frames): pick {1000 * np.linalg.norm(rms[0:3]):.0f} mm, target "
         f"{1000 * np.linalg.norm(rms[3:6]):.0f} mm, yaw code {np.linalg.norm(rms[6:8]):.2f}"
     )

@@ -7,6 +7,7 @@ trained on, its chunk, its image size and the in-hand offsets.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from pathlib import Path
@@ -21,6 +22,8 @@ from indgen_sim.twin.vision.features import IMAGE, in_hand_offsets
 from indgen_sim.twin.vision.network import train_perception
 from indgen_sim.twin.vision.policy import CHUNK, TwinVisionPolicy, checkpoint_path
 
+logger = logging.getLogger(__name__)
+
 
 def train_with_dagger(
     demo_episodes: int = 40,
@@ -33,7 +36,6 @@ def train_with_dagger(
     refine_epochs: int = 6,
     view_layouts: int = 1500,
     builtin: bool = True,
-    log=print,
 ) -> tuple[dict, dict]:
     """All at tau_0: the control MLP as the state-based policy learns it (oracle demonstrations
     and DAgger on true state); perception on oracle-driven episodes (with wider action noise,
@@ -44,27 +46,27 @@ def train_with_dagger(
     (control and perception together) the one whose camera policy solved most tau_0 episodes
     is kept."""
     robot = "builtin" if builtin else "menagerie"
-    log("control: the state-based policy's training (true state, labels only; it never sees a camera)")
+    logger.info("control: the state-based policy's training (true state, labels only; it never sees a camera)")
     control, control_info, control_x, control_y = bc.dagger(
-        control_demos, state_rounds, episodes_per_round, control_epochs, builtin, log
+        control_demos, state_rounds, episodes_per_round, control_epochs, builtin
     )
-    log("perception: episodes with both cameras, driven by the oracle and by the control MLP on true state")
-    data, stats = collect(demo_episodes, noise=0.05, builtin=builtin, log=log)
+    logger.info("perception: episodes with both cameras, driven by the oracle and by the control MLP on true state")
+    data, stats = collect(demo_episodes, noise=0.05, builtin=builtin)
     driven, driven_stats = collect(
-        demo_episodes, policy=bc.TwinBCPolicy(control, builtin=builtin), seed_base=9_050_000, builtin=builtin, log=log
+        demo_episodes, policy=bc.TwinBCPolicy(control, builtin=builtin), seed_base=9_050_000, builtin=builtin
     )
     gripper = np.concatenate([data["state"], driven["state"]])[:, 0]  # proprio's first value
     arm_poses = np.concatenate([data["q"], driven["q"]])[gripper < 0.1]  # the gripper open
     seen = {k: np.concatenate([data[k], driven[k]]) for k in FRAME_KEYS}
     if view_layouts > 0:
-        log(f"perception: {view_layouts} more tau_0 layouts, seen from the demonstrations' arm poses")
-        more = views(view_layouts, arm_poses, builtin=builtin, log=log)
+        logger.info(f"perception: {view_layouts} more tau_0 layouts, seen from the demonstrations' arm poses")
+        more = views(view_layouts, arm_poses, builtin=builtin)
         seen = {k: np.concatenate([seen[k], more[k]]) for k in FRAME_KEYS}
     info: dict[str, Any] = {"robot_model": robot, "control": control_info, "rounds": [stats, driven_stats]}
-    start = {"control": control, "perception": train_perception(seen, perception_epochs, log=log)}
+    start = {"control": control, "perception": train_perception(seen, perception_epochs)}
 
-    in_hand = in_hand_offsets(seen, log)
-    log(
+    in_hand = in_hand_offsets(seen)
+    logger.info(
         "perception: held objects sit at "
         + ", ".join(f"{task} ({', '.join(f'{1000 * v:.1f}' for v in offset)}) mm" for task, offset in in_hand.items())
         + " in the pinch frame"
@@ -82,7 +84,6 @@ def train_with_dagger(
             policy=TwinVisionPolicy(checkpoint(iterate)),
             seed_base=9_100_000 + 1000 * r,
             builtin=builtin,
-            log=log,
         )
 
     def retrain(more: dict) -> dict:
@@ -90,20 +91,20 @@ def train_with_dagger(
         labelled["y"] = np.concatenate([labelled["y"], more["control_y"]])
         for k in FRAME_KEYS:
             seen[k] = np.concatenate([seen[k], more[k]])
-        latest["control"] = bc.train(labelled["x"], labelled["y"], epochs=control_epochs, log=lambda _: None)
-        latest["perception"] = train_perception(seen, refine_epochs, start=latest["perception"], log=log)
+        latest["control"] = bc.train(labelled["x"], labelled["y"], epochs=control_epochs, quiet=True)
+        latest["perception"] = train_perception(seen, refine_epochs, start=latest["perception"])
         return dict(latest)
 
-    best = bc.best_iterate(rounds, start, drive, retrain, info, "the vision policy", log)
+    best = bc.best_iterate(rounds, start, drive, retrain, info, "the vision policy")
     info["control_samples"], info["frames"] = len(labelled["x"]), len(seen["target"])
     return checkpoint(best), info
 
 
-def train_and_save(path: str | Path | None = None, log=print, **options) -> Path:
+def train_and_save(path: str | Path | None = None, **options) -> Path:
     torch = require("torch", "all", "the twin's vision policy")
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     t0 = time.monotonic()
-    ckpt, info = train_with_dagger(log=log, **options)
+    ckpt, info = train_with_dagger(**options)
     info["train_seconds"] = round(time.monotonic() - t0, 1)
     path = Path(path) if path else checkpoint_path()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -117,7 +118,7 @@ def train_and_save(path: str | Path | None = None, log=print, **options) -> Path
     tmp = path.with_suffix(".tmp")
     torch.save(payload, tmp)
     tmp.replace(path)
-    log(
+    logger.info(
         f"trained in {info['train_seconds']:.0f} s on the {info['robot_model']} FR3: {info['frames']} camera "
         f"frames and {info['control_samples']} oracle-labelled states at tau_0"
     )
