@@ -1,6 +1,6 @@
 # IndGen set-up and the two everyday commands.
 #   make demo   set up (.venv, ROS 2 wheels, indgen_msgs, indgen) and run the main job
-#   make test   same set-up, then ruff and the test suite (scripts/run-tests.sh: parallel, then
+#   make test   same set-up, then the static checks, the docs and the test suite (scripts/run-tests.sh: parallel, then
 #               the wall-clock-bound cases alone)
 #   make test-fast  the same without the cases marked slow
 # Every step is stamped: a second run with nothing changed only runs the job itself.
@@ -19,10 +19,11 @@ PYTEST_ARGS ?=
 MENAGERIE_ROOT ?= $(wildcard $(abspath ../shared/menagerie))
 export MENAGERIE_ROOT
 
-.PHONY: help setup libero demo test test-fast static lint lock clean
+.PHONY: help setup libero demo test test-fast static lint docs lock clean
 
 help:
-	@echo "make demo   set up, then run the main job (see README)"
+	@echo "make demo   set up, then run the main job (README.md)"
+	@echo "make docs   build the documentation site into docs/_build/html (warnings are errors)"
 	@echo "make test   set up, then ruff and pytest (PYTEST_ARGS='-k name' to select)"
 	@echo "make test-fast  the same without the slow end-to-end cases"
 	@echo "make setup  only the set-up"
@@ -63,12 +64,18 @@ $(STAMPS)/libero: $(STAMPS)/install
 demo: setup
 	$(BIN)/indgen twin demo --axis stack
 
-test: setup libero static
+test: setup libero static docs
 	@mkdir -p build
 	@set +e; PYTHON=$(BIN)/python scripts/run-tests.sh $(PYTEST_ARGS); rc=$$?; echo $$rc > build/pytest.rc; exit $$rc
 
 test-fast: setup libero static
 	@PYTHON=$(BIN)/python TEST_MARKS='not slow' scripts/run-tests.sh $(PYTEST_ARGS)
+
+# the documentation site, warnings as errors (a broken link or reference fails); the reference
+# pages are generated from the code at every build (docs/_ext/indgen_reference.py)
+docs: setup
+	$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
+	@echo "docs: docs/_build/html/index.html"
 
 # the static checks `make test` starts with: lint, the formatting of src/, the types of src/
 # (mypy at its default strictness, configured in pyproject.toml: docs/development.md says why)
@@ -82,4 +89,4 @@ lock: setup
 	@echo "pinned $$(wc -l < $(CONSTRAINTS)) packages in $(CONSTRAINTS)"
 
 clean:
-	rm -rf $(VENV) build
+	rm -rf $(VENV) build docs/_build docs/reference

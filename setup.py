@@ -46,12 +46,15 @@ NODES = {
 
 EXTRAS = {
     "sim": ["mujoco>=3.3,<4"],  # robosuite (LIBERO) fails with mujoco 4; 3.17 serves every world
-    "torch": ["torch>=2.2"],  # CPU build: `pip install torch==2.13.0` (see README)
+    "torch": ["torch>=2.2"],  # CPU build: `pip install torch==2.13.0` (docs/install.md)
     "test": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.5", "ruff>=0.6", "mypy>=1.10",
              "colcon-common-extensions>=0.3", "hypothesis>=6", "psutil>=5.9",
              # the tests read bags with Foxglove's ROS 2 decoder too, as an independent check
              "mcap-ros2-support>=0.5"],
 }
+# the documentation site (make docs): Sphinx with MyST Markdown and the furo theme; rosdoc2 is
+# docs.ros.org's builder, run by a test on the same tree
+EXTRAS["docs"] = ["sphinx>=8", "myst-parser>=4", "furo>=2024.8", "rosdoc2==0.2.1"]
 EXTRAS["all"] = sorted({req for reqs in EXTRAS.values() for req in reqs})
 # LIBERO-Object with its assets (2.1 GB installed): its own extra, installed by `make libero`
 # and by `make test`, not by `make demo`

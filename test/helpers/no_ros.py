@@ -10,7 +10,7 @@ BLOCKED = ("rclpy", "rosidl_runtime_py", "rosidl_parser", "rpyutils", "indgen_ms
            "std_msgs", "sensor_msgs", "rosgraph_msgs", "geometry_msgs", "trajectory_msgs", "control_msgs",
            "action_msgs", "unique_identifier_msgs", "std_srvs", "mcap_ros2")
 
-_PRELUDE = f"""
+_BLOCKER = f"""
 import sys
 class _NoRos:
     def find_spec(self, name, path=None, target=None):
@@ -18,6 +18,9 @@ class _NoRos:
             raise ImportError(f"{{name}} is not installed here (a machine without ROS)")
         return None
 sys.meta_path.insert(0, _NoRos())
+"""
+
+_PRELUDE = _BLOCKER + f"""
 from indgen_core.cli import main
 code = main(sys.argv[1:])
 blocked = sorted(m for m in sys.modules if m.split(".")[0] in {BLOCKED!r})
@@ -29,3 +32,8 @@ sys.exit(code)
 def indgen_without_ros(*args: str, env=None, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", _PRELUDE, *args], capture_output=True, text=True, env=env,
                           timeout=timeout)
+
+
+def python_without_ros(script: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run a Python script in a child where no ROS package can be imported."""
+    return subprocess.run([sys.executable, "-c", _BLOCKER + script], capture_output=True, text=True, timeout=timeout)
