@@ -54,6 +54,12 @@ LEVEL_SCORES = QoSProfile(
 )
 #: lock-step observations and actions: reliable, small queue
 LOCKSTEP = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
+#: small per-tick messages (ticks, commands, states, poses): reliable with a deep history. A
+#: reliable writer with a short KEEP_LAST history drops what a reader has not yet acknowledged
+#: when it laps it: the recorder, starved for half a second on a busy machine, lost a tick's
+#: command from the bag that way. 100 messages is over 3 s at a lock-step sim's pace; images
+#: keep LOCKSTEP's short queue (a ZED frame is 3.7 MB)
+TICKS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
 
 
 def read_parameters(node: Node, parameters: type[P]) -> P:

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import json
 import os
+import queue
+import threading
 import time
 from pathlib import Path
 
@@ -70,7 +72,14 @@ class Recorder(Node):
             self.keep = {*robot.cameras.values(), robot.merged_joint_states} - {""}
         self.recorded: set[tuple[str, str]] = set()
         self.refused: set[str] = set()
-        self.trials: dict[tuple[str, str], int] = {}  # (campaign, trial) -> start (ns)
+        self.trials: dict[tuple[str, str], int] = {}  # (campaign, trial) -> start (ns); the bookkeeper's
+        # Trial boundaries go to the results store from a thread of their own: a store write can
+        # wait on SQLite's lock (the scorer commits at the same moment) or on the disk, and while
+        # the executor waited, the publishers' reliable histories overflowed and the bag lost the
+        # next trial's first commands (22 ticks once, on a loaded machine)
+        self._bookkeeping: queue.Queue[tuple | None] = queue.Queue()
+        self._bookkeeper = threading.Thread(target=self._keep_books, name="bag-artifacts", daemon=True)
+        self._bookkeeper.start()
         self.status_pub = self.create_publisher(String, topics.RECORDER_STATUS, LATCHED)
         self._last_new = time.monotonic()
         self._steady: bool | None = None
@@ -137,30 +146,41 @@ class Recorder(Node):
         return take
 
     def _on_setup(self, msg: TaskSetup) -> None:
-        key = (msg.campaign_id, msg.trial_id)
-        if key not in self.trials:
-            self.trials[key] = time.time_ns()
+        self._bookkeeping.put(("setup", msg, time.time_ns(), ""))
 
     def _on_result(self, msg: EpisodeResult) -> None:
-        if msg.relabel or not messages.signed_by(msg, self.store.campaign_key(msg.campaign_id)):
-            return
-        start = self.trials.pop((msg.campaign_id, msg.trial_id), None)
-        if start is None:
-            return
-        end = time.time_ns()
-        try:
-            self.store.add_artifact(
-                msg.campaign_id,
-                "bag",
-                str(self.writer.paths[-1]),
-                trial_id=msg.trial_id,
-                level=msg.level,
-                details={"start_ns": start, "end_ns": end, "attempt_outcome": int(msg.outcome)},
-            )
-        except Exception as exc:
-            self.get_logger().error(f"bag artifact of {msg.trial_id} not stored: {first_line(exc)}")
+        if not msg.relabel:
+            self._bookkeeping.put(("result", msg, time.time_ns(), str(self.writer.paths[-1])))
+
+    def _keep_books(self) -> None:
+        """In arrival order, off the executor: a trial spans its setup to its result, and only
+        results signed by the campaign's progression manager count."""
+        while (item := self._bookkeeping.get()) is not None:
+            kind, msg, at_ns, bag = item
+            key = (msg.campaign_id, msg.trial_id)
+            if kind == "setup":
+                self.trials.setdefault(key, at_ns)
+                continue
+            try:
+                if not messages.signed_by(msg, self.store.campaign_key(msg.campaign_id)):
+                    continue
+                start = self.trials.pop(key, None)
+                if start is None:
+                    continue
+                self.store.add_artifact(
+                    msg.campaign_id,
+                    "bag",
+                    bag,
+                    trial_id=msg.trial_id,
+                    level=msg.level,
+                    details={"start_ns": start, "end_ns": at_ns, "attempt_outcome": int(msg.outcome)},
+                )
+            except Exception as exc:
+                self.get_logger().error(f"bag artifact of {msg.trial_id} not stored: {first_line(exc)}")
 
     def close(self) -> None:
+        self._bookkeeping.put(None)
+        self._bookkeeper.join(timeout=30.0)  # the last trials' artifacts, before the bag closes
         self.writer.close()
         self.get_logger().info(
             f"bag closed: {', '.join(map(str, self.writer.paths))} ({self.writer.messages} messages)"

@@ -45,6 +45,7 @@ from indgen_core.ros import convert
 from indgen_core.ros.base import (
     LATCHED,
     LOCKSTEP,
+    TICKS,
     read_parameters,
     run_node,
     serve,
@@ -121,7 +122,7 @@ class Fr3Runner(Node):
         self.robot_report = RobotReport(self.io, c.arm.robot_state_topic, SENSOR)
         serve(self.io, SetBool, topics.ESTOP, self._estop_service)
         serve(self.io, Trigger, topics.END_EPISODE, self._end_service)
-        self.tick_pub = self.io.create_publisher(ControlTick, topics.CONTROL_TICK, LOCKSTEP)
+        self.tick_pub = self.io.create_publisher(ControlTick, topics.CONTROL_TICK, TICKS)
         self.arm_pub = self.io.create_publisher(JointTrajectory, c.arm.trajectory_topic, LOCKSTEP)
         self.gripper_pub = self.io.create_publisher(Float64MultiArray, c.gripper.command_topic, LOCKSTEP)
         self.status_pub = self.io.create_publisher(RobotStatus, topics.ROBOT_STATUS, LATCHED)

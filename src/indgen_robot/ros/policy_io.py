@@ -20,7 +20,7 @@ from indgen_core import messages, topics
 from indgen_core.lists import parse_names
 from indgen_core.ros import fr3
 from indgen_core.ros import libero as libero_msgs
-from indgen_core.ros.base import LOCKSTEP, subscribe
+from indgen_core.ros.base import LOCKSTEP, TICKS, subscribe
 from indgen_msgs.msg import ControlTick, GridAction, GridObservation, ImageRequest, ObjectPoses
 from indgen_robot.arm_state import BadJointState, ClockCheck, pick
 
@@ -134,7 +134,7 @@ class BlockEnvPolicyIO:
     spec = "blockenv"
 
     def __init__(self, node, on_tick: Callable[[Tick], None]):
-        self.pub = node.create_publisher(GridAction, topics.BLOCKENV_ACTION, LOCKSTEP)
+        self.pub = node.create_publisher(GridAction, topics.BLOCKENV_ACTION, TICKS)
         subscribe(node, GridObservation, topics.BLOCKENV_OBSERVATION, self._on_obs, LOCKSTEP)
         self.on_tick = on_tick
 
@@ -199,7 +199,7 @@ class StampedTickIO:
         self._frames_cond = threading.Condition()
         self.image_wait_s = float(node.p.image_timeout_s)
         self.image_size = int(node.p.image_size)
-        self.request_pub = node.create_publisher(ImageRequest, topics.IMAGE_REQUEST, LOCKSTEP) if self.cameras else None
+        self.request_pub = node.create_publisher(ImageRequest, topics.IMAGE_REQUEST, TICKS) if self.cameras else None
         self.part(ControlTick, topics.CONTROL_TICK, "tick")
         if self.privileged:
             self.part(ObjectPoses, topics.OBJECT_POSES, "objects")
@@ -347,8 +347,8 @@ class DroidPolicyIO(StampedTickIO):
             self.part(JointState, self.robot.gripper.state_topic, "gripper", SENSOR)
         else:
             self.part(JointState, topics.JOINT_STATES, "joints")
-        self.arm_pub = node.create_publisher(Float64MultiArray, topics.ARM_VELOCITY_COMMAND, LOCKSTEP)
-        self.gripper_pub = node.create_publisher(Float64MultiArray, topics.GRIPPER_COMMAND, LOCKSTEP)
+        self.arm_pub = node.create_publisher(Float64MultiArray, topics.ARM_VELOCITY_COMMAND, TICKS)
+        self.gripper_pub = node.create_publisher(Float64MultiArray, topics.GRIPPER_COMMAND, TICKS)
 
     def observation(self, parts: dict) -> dict:
         if self.robot is None:
@@ -375,7 +375,7 @@ class LiberoPolicyIO(StampedTickIO):
         super().__init__(node, on_tick)
         self.part(JointState, topics.JOINT_STATES, "fingers")
         self.part(PoseStamped, topics.LIBERO_EEF_POSE, "eef")
-        self.pub = node.create_publisher(Float64MultiArray, topics.LIBERO_OSC_COMMAND, LOCKSTEP)
+        self.pub = node.create_publisher(Float64MultiArray, topics.LIBERO_OSC_COMMAND, TICKS)
 
     def observation(self, parts: dict) -> dict:
         return {"state": libero_msgs.read_state(parts["eef"], parts["fingers"])}

@@ -8,14 +8,14 @@ import numpy as np
 
 from indgen_core import topics
 from indgen_core.lockstep import AnswerSlot
-from indgen_core.ros.base import LOCKSTEP, subscribe
+from indgen_core.ros.base import LOCKSTEP, TICKS, subscribe
 from indgen_msgs.msg import GridAction, GridObservation
 
 
 class BlockEnvIO:
     def __init__(self, node, world):
         self.node = node
-        self.pub = node.create_publisher(GridObservation, topics.BLOCKENV_OBSERVATION, LOCKSTEP)
+        self.pub = node.create_publisher(GridObservation, topics.BLOCKENV_OBSERVATION, TICKS)
         subscribe(node, GridAction, topics.BLOCKENV_ACTION, self._on_action, LOCKSTEP)
         self.slot = AnswerSlot()
 

@@ -8,7 +8,7 @@ from sensor_msgs.msg import JointState
 
 from indgen_core import topics
 from indgen_core.ros import fr3
-from indgen_core.ros.base import LOCKSTEP
+from indgen_core.ros.base import TICKS
 from indgen_sim.ros.stamped_io import StampedWorldIO
 
 
@@ -18,7 +18,7 @@ class DroidTwinIO(StampedWorldIO):
 
     def __init__(self, node, world, render: str = "on_request"):
         super().__init__(node, world, render)
-        self.joint_pub = node.create_publisher(JointState, topics.JOINT_STATES, LOCKSTEP)
+        self.joint_pub = node.create_publisher(JointState, topics.JOINT_STATES, TICKS)
         self.command(topics.ARM_VELOCITY_COMMAND, "arm", fr3.read_arm_command)
         self.command(topics.GRIPPER_COMMAND, "gripper", fr3.read_gripper_command)
 

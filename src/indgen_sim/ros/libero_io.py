@@ -11,15 +11,15 @@ from sensor_msgs.msg import JointState
 
 from indgen_core import topics
 from indgen_core.ros import libero as libero_msgs
-from indgen_core.ros.base import LOCKSTEP
+from indgen_core.ros.base import TICKS
 from indgen_sim.ros.stamped_io import StampedWorldIO
 
 
 class LiberoIO(StampedWorldIO):
     def __init__(self, node, world, render: str = "on_request"):
         super().__init__(node, world, render)
-        self.joint_pub = node.create_publisher(JointState, topics.JOINT_STATES, LOCKSTEP)
-        self.eef_pub = node.create_publisher(PoseStamped, topics.LIBERO_EEF_POSE, LOCKSTEP)
+        self.joint_pub = node.create_publisher(JointState, topics.JOINT_STATES, TICKS)
+        self.eef_pub = node.create_publisher(PoseStamped, topics.LIBERO_EEF_POSE, TICKS)
         self.command(topics.LIBERO_OSC_COMMAND, "action", libero_msgs.read_osc_command)
 
     def publish_state(self, obs, stamp) -> None:

@@ -43,7 +43,7 @@ from indgen_core.episode import run_episode
 from indgen_core.errors import IndGenError, first_line
 from indgen_core.records import Outcome, TrialResult
 from indgen_core.ros import convert
-from indgen_core.ros.base import LATCHED, LOCKSTEP, RELIABLE, read_parameters, run_node, serve, subscribe
+from indgen_core.ros.base import LATCHED, RELIABLE, TICKS, read_parameters, run_node, serve, subscribe
 from indgen_core.specs import Spec
 from indgen_core.world_watch import WorldWatch
 from indgen_msgs.action import RunEpisode
@@ -95,7 +95,7 @@ class SimBridge(Node):
         self.io = io_cls(
             self.io_node, self.world, **({"render": self.p.render} if issubclass(io_cls, StampedWorldIO) else {})
         )
-        self.clock_pub = self.io_node.create_publisher(Clock, topics.CLOCK, LOCKSTEP)
+        self.clock_pub = self.io_node.create_publisher(Clock, topics.CLOCK, TICKS)
         self.final_pub = self.io_node.create_publisher(WorldFinalState, topics.FINAL_STATE, RELIABLE)
         self.world_options = json.dumps(options, sort_keys=True)
         self.watch = WorldWatch(self.p.policy_silence_s, self.world.robot_model)

@@ -19,7 +19,7 @@ from std_msgs.msg import Float64MultiArray
 from indgen_core import topics
 from indgen_core.lockstep import AnswerSlot
 from indgen_core.ros import fr3
-from indgen_core.ros.base import LOCKSTEP, subscribe
+from indgen_core.ros.base import LOCKSTEP, TICKS, subscribe
 from indgen_msgs.msg import ControlTick, ImageRequest, ObjectPoses
 
 RENDER_MODES = ("on_request", "every_tick")
@@ -38,8 +38,8 @@ class StampedWorldIO:
             raise IndGenError(f"render must be one of {', '.join(RENDER_MODES)}, got {render[:40]!r}")
         self.node, self.world = node, world
         self.on_request = render == "on_request"
-        self.tick_pub = node.create_publisher(ControlTick, topics.CONTROL_TICK, LOCKSTEP)
-        self.pose_pub = node.create_publisher(ObjectPoses, topics.OBJECT_POSES, LOCKSTEP)
+        self.tick_pub = node.create_publisher(ControlTick, topics.CONTROL_TICK, TICKS)
+        self.pose_pub = node.create_publisher(ObjectPoses, topics.OBJECT_POSES, TICKS)
         self.image_pubs = {
             cam: node.create_publisher(Image, topics.camera_topic(cam), LOCKSTEP)
             for cam in getattr(world, "cameras", [])
