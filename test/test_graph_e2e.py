@@ -43,6 +43,9 @@ def test_oracle_campaign_through_the_graph(tmp_path):
         assert {c["level"] for c in store.certificates(world="blockenv")} == {0, 1, 2, 3, 4}
     assert (reports / "oracle-graph" / "report.html").is_file()
     assert (reports / "oracle-graph" / "success_per_level.png").is_file()
+    # the scorer refreshed the results index beside the reports, with a link to this report
+    index = (reports / "index.html").read_text()
+    assert '"id": "oracle-graph"' in index and '"oracle-graph/report.html"' in index
 
 
 def _rnn_checkpoint(path):

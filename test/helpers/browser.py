@@ -39,9 +39,12 @@ class PageReport:
         return [*self.console_errors, *self.exceptions, *self.failed, *broken]
 
 
-def open_page(url: str, timeout: float = 30.0, evaluate: str | None = None) -> tuple[PageReport, object]:
+def open_page(
+    url: str, timeout: float = 30.0, evaluate: str | None = None, screenshot: Path | None = None, width: int = 1280
+) -> tuple[PageReport, object]:
     """Load `url` in headless Chromium; return its report and, with `evaluate`, the value of that
-    JavaScript expression evaluated after the load (awaited when it is a promise)."""
+    JavaScript expression evaluated after the load (awaited when it is a promise). `screenshot`:
+    a PNG of the whole page after that, `width` pixels wide."""
     if CHROMIUM is None:
         raise RuntimeError("chromium is not installed (scripts/ensure-system-deps.sh installs it)")
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
@@ -68,7 +71,7 @@ def open_page(url: str, timeout: float = 30.0, evaluate: str | None = None) -> t
                     raise RuntimeError("chromium did not open its DevTools port")
                 time.sleep(0.05)
             port = int(port_file.read_text().split()[0])
-            return asyncio.run(asyncio.wait_for(_drive(port, url, evaluate), timeout))
+            return asyncio.run(asyncio.wait_for(_drive(port, url, evaluate, screenshot, width), timeout))
         finally:
             proc.terminate()
             try:
@@ -77,7 +80,7 @@ def open_page(url: str, timeout: float = 30.0, evaluate: str | None = None) -> t
                 proc.kill()
 
 
-async def _drive(port: int, url: str, evaluate: str | None):
+async def _drive(port: int, url: str, evaluate: str | None, screenshot: Path | None, width: int):
     import urllib.request
 
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list") as reply:
@@ -126,6 +129,7 @@ async def _drive(port: int, url: str, evaluate: str | None):
         task = asyncio.create_task(reader())
         for domain in ("Page", "Runtime", "Log", "Network"):
             await call(f"{domain}.enable")
+        await call("Emulation.setDeviceMetricsOverride", width=width, height=900, deviceScaleFactor=1, mobile=False)
         await call("Page.navigate", url=url)
         await loaded.wait()
         await asyncio.sleep(0.3)  # scripts that run on load (search index, theme) have their turn
@@ -141,5 +145,10 @@ async def _drive(port: int, url: str, evaluate: str | None):
         if evaluate is not None:
             result = await call("Runtime.evaluate", expression=evaluate, returnByValue=True, awaitPromise=True)
             value = result["result"].get("value")
+        if screenshot is not None:
+            import base64
+
+            shot = await call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+            Path(screenshot).write_bytes(base64.b64decode(shot["data"]))
         task.cancel()
         return report, value

@@ -305,6 +305,11 @@ def _run(store, campaign_id: str, workers: int = 1, cluster: str | None = None) 
         f"ran {summary.ran} trials, skipped {summary.skipped}, {summary.remaining} pending; "
         f"`indgen report {campaign_id}` writes the report"
     )
+    from indgen_core.report.index_page import refresh_index
+
+    index = refresh_index(store)
+    if index is not None:
+        print(f"index: {index}")
     return 0
 
 

@@ -139,6 +139,11 @@ class Scorer(Node):
             self.get_logger().error(f"report for {msg.campaign_id} failed: {exc}")
             return
         self.get_logger().info(f"campaign {msg.campaign_id} report: {files.html}")
+        from indgen_core.report.index_page import refresh_index
+
+        index = refresh_index(self.store, base)
+        if index is not None:
+            self.get_logger().info(f"results index: {index}")
 
 
 def main() -> int:

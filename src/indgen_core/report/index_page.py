@@ -1,0 +1,125 @@
+"""`index.html`: one static page over the whole results store, so a lab with dozens of
+campaigns (policies, axes, worlds, sim and real) finds one without opening folders.
+
+One row per campaign: world, axis, the policies as a person may see them now (a blind
+campaign's letters until it is unblinded), purpose, status, trials done, the paper's break
+level and k* (the last level held with a guarantee), date, who labelled, and links to its
+report, bags and videos, relative to the page so the folder can move. A filter box and
+sortable columns; tick rows to overlay their per-level curves. Plain HTML, CSS and JavaScript
+in one file (the template: index_page.html): nothing is fetched from the network, so it opens offline and from file://.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import os
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from indgen_core import blind, paths
+from indgen_core.analysis import summarize
+from indgen_core.errors import first_line
+from indgen_core.store import CampaignRecord, ResultsStore
+
+INDEX_NAME = "index.html"
+logger = logging.getLogger(__name__)
+
+
+def campaign_entry(store: ResultsStore, record: CampaignRecord, out_dir: Path) -> dict[str, Any]:
+    """What the index shows of one campaign (only what a person may see now)."""
+    names = blind.shown_names(store, record)
+    hidden = blind.rates_hidden(store, record)
+    planned = store.planned_trials(record.id)
+    counts = store.counts(record.id)
+    done = sum(c["success"] + c["failure"] + c["timeout"] + c["invalid"] for c in counts.values())
+    entry: dict[str, Any] = {
+        "id": record.id,
+        "world": record.world,
+        "axis": record.axis,
+        "policies": sorted(names.values()),
+        "blind": blind.blinded(store, record),
+        "purpose": record.purpose,
+        "status": record.status,
+        "done": done,
+        "planned": len(planned),
+        "date": time.strftime("%Y-%m-%d %H:%M", time.localtime(record.created_at)),
+        "created": record.created_at,
+        "operators": sorted({h["operator"] for h in store.label_history(record.id) if h["operator"]}),
+        "breaks": "",
+        "k_star": "",
+        "curves": [],
+        "links": _links(store, record.id, out_dir),
+    }
+    if hidden:
+        entry["breaks"] = entry["k_star"] = "hidden (blind, running)"
+        return entry
+    summary = summarize(store, record.id)
+    breaks, held = [], []
+    for curve in summary.curves:
+        shown = names.get(curve.policy, curve.policy)
+        point = [f"k={k}" for k in curve.breaks.point.values() if k is not None]
+        breaks.append(f"{shown}: {', '.join(point) or 'none'}")
+        guarantee = [g.held_through for g in curve.guarantee.values() if g.held_through is not None]
+        held.append(f"{shown}: {', '.join(f'k={k}' for k in guarantee) or 'none'}")
+        entry["curves"].append(
+            {
+                "label": f"{record.id}: {shown}",
+                "points": [
+                    [lv.level, round(lv.rate, 4), round(lv.interval[0], 4), round(lv.interval[1], 4)]
+                    for lv in curve.levels
+                    if lv.n
+                ],
+            }
+        )
+    entry["breaks"], entry["k_star"] = "; ".join(breaks), "; ".join(held)
+    return entry
+
+
+def _links(store: ResultsStore, campaign_id: str, out_dir: Path) -> list[list[str]]:
+    """[label, relative href] of the campaign's report, bags and videos that exist on disk."""
+    links: list[list[str]] = []
+    seen: set[str] = set()
+    for kind, label in (("report", "report"), ("bag", "bag"), ("video", "video")):
+        for art in store.artifacts(campaign_id, kind=kind):
+            path = Path(art["path"])
+            if kind == "bag" and path.is_file() and path.parent.is_dir():
+                path = path.parent  # a bag is its folder (metadata.yaml and the .mcap files)
+            if str(path) in seen or not path.exists():
+                continue
+            seen.add(str(path))
+            href = os.path.relpath(path.resolve(), out_dir.resolve())
+            if path.is_dir():
+                href += "/"
+            n = sum(1 for link in links if link[0].startswith(label))
+            links.append([label if not n else f"{label} {n + 1}", href])
+    return links
+
+
+def write_index(store: ResultsStore, out_dir: Path) -> Path:
+    """Write (or refresh) `out_dir/index.html` over every campaign in the store."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    entries = [campaign_entry(store, r, out_dir) for r in store.campaigns()]
+    entries.sort(key=lambda e: e["created"], reverse=True)
+    data = json.dumps(entries, default=str).replace("</", "<\\/")  # never ends the script element
+    template = resources.files("indgen_core.report").joinpath("index_page.html").read_text()
+    page = template.replace("__DATA__", data).replace("__STORE__", html.escape(str(store.path)))
+    page = page.replace("__WHEN__", time.strftime("%Y-%m-%d %H:%M:%S"))
+    path = out_dir / INDEX_NAME
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(page)
+    tmp.replace(path)  # a browser never reads a half-written page
+    return path
+
+
+def refresh_index(store: ResultsStore, out_dir: Path | None = None) -> Path | None:
+    """After a campaign: the index is a convenience, never worth failing a campaign over."""
+    try:
+        return write_index(store, out_dir or paths.artifacts_dir() / "reports")
+    except Exception as exc:
+        logger.warning(f"the results index was not refreshed: {first_line(exc)}")
+        return None
