@@ -21,6 +21,9 @@ from indgen_msgs.action import RunEpisode
 from indgen_msgs.msg import CampaignStatus
 from indgen_msgs.srv import PrepareTrial
 
+#: while the person holds the soft e-stop, ask the world again this often (an instant answer)
+ESTOP_POLL_S = 0.5
+
 
 class WorldLink:
     """The node's RunEpisode client (pm.world) and PrepareTrial client (pm.prepare_client), with
@@ -97,8 +100,28 @@ class WorldLink:
             return (False, f"no {topics.PREPARE_TRIAL} service") if self.with_operator else (True, "")
         request = PrepareTrial.Request(setup=convert.setup_to_msg(setup, self.pm.get_clock().now().to_msg()))
         self._status(CampaignStatus.STATE_RUNNING, f"preparing {setup.trial_id}")
-        # right after discovery DDS can lose a request or its reply: ask again every
-        # prepare_retry_s (a world answers a repeat for a prepared trial at once, without moving)
+        response = self._ask_prepare(request)
+        while response is not None and response.estop_engaged and not self._stop.is_set():
+            # the person holds the e-stop: hold still with them, then ask again; not an attempt
+            self._status(CampaignStatus.STATE_WAITING, f"{response.message} ({setup.trial_id} waits)")
+            if wait_until(self._stop.is_set, ESTOP_POLL_S):
+                break
+            response = self._ask_prepare(request)
+        if response is None:
+            # a reset that hangs, or a world that never answers: the trial is re-run
+            return False, f"no answer to the prepare request within {self.p.prepare_timeout_s:g} s"
+        if response.needs_operator and not self.needs_operator:
+            self.needs_operator = True
+            self.pm.get_logger().info(
+                "the world is physical: every scene waits for the operator, every episode is "
+                "labelled (run `indgen console` in another terminal)"
+            )
+        return bool(response.ready), response.message
+
+    def _ask_prepare(self, request):
+        """The world's answer, or None when none came within prepare_timeout_s. Right after
+        discovery DDS can lose a request or its reply: ask again every prepare_retry_s (a world
+        answers a repeat for a prepared trial at once, without moving)."""
         deadline = time.monotonic() + self.p.prepare_timeout_s
         calls = []
 
@@ -108,16 +131,8 @@ class WorldLink:
             return wait_until(lambda: any(c.done() for c in calls), retry, poll=0.005, stop=self._stop)
 
         if not wait_until(answered, self.p.prepare_timeout_s, poll=0, stop=self._stop):
-            # a reset that hangs, or a world that never answers: the trial is re-run
-            return False, f"no answer to the prepare request within {self.p.prepare_timeout_s:g} s"
-        response = next(c for c in calls if c.done()).result()
-        if response.needs_operator and not self.needs_operator:
-            self.needs_operator = True
-            self.pm.get_logger().info(
-                "the world is physical: every scene waits for the operator, every episode is "
-                "labelled (run `indgen console` in another terminal)"
-            )
-        return bool(response.ready), response.message
+            return None
+        return next(c for c in calls if c.done()).result()
 
     def _feedback(self, feedback) -> None:
         self.last_feedback = time.monotonic()

@@ -291,6 +291,7 @@ class Fr3Runner(Node):
         response.needs_operator = True
         if self.estop:
             response.ready, response.message = False, "the soft e-stop is engaged; release it first"
+            response.estop_engaged = True
             return response
         if self.episode_lock.locked():
             response.ready, response.message = (

@@ -125,6 +125,7 @@ class SimBridge(Node):
     def _prepare(self, request, response):
         if self.estop:
             response.ready, response.message = False, "the soft e-stop is engaged; release it first"
+            response.estop_engaged = True
         else:
             response.ready, response.message = True, "a simulated world resets itself when the episode starts"
         return response
