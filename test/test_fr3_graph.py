@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections import Counter
 
 import graphs
 import numpy as np
@@ -179,7 +180,8 @@ def test_a_campaign_counts_a_reflex_reruns_a_driver_fault_and_warms_the_policy_u
         try:
             trials = lambda: list(dict.fromkeys(ticks))  # noqa: E731 (the trials seen ticking, in order)
             watch.until(lambda: len(trials()) >= 2 and ticks.count(trials()[1]) > 10, 300)
-            assert len(trials()) >= 2, "the second trial never got going"
+            if len(trials()) < 2:
+                graphs.fail(proc, f"the second trial never got going (ticks per trial {Counter(ticks)})")
             inject.publish(String(data=json.dumps({"driver": "crash"})))
             watch.spin(4.0)  # a person restarts franka's bring-up (the trial is retried meanwhile)
             inject.publish(String(data=json.dumps({"driver": "restart"})))
@@ -256,7 +258,8 @@ def test_killing_the_policy_server_mid_episode_holds_the_robot_and_the_trial_run
     try:
         # the episode is under way once the runner streams segments
         watch.until(lambda: watch.status.get("trajectories", 0) > 60, 180)
-        assert watch.status.get("trajectories", 0) > 60, "the episode never got going"
+        if watch.status.get("trajectories", 0) <= 60:
+            graphs.fail(proc, f"the episode never got going (stand-in status {watch.status})")
         moving = [s for t, s in watch.speeds[-10:]]
         killed = time.monotonic()
         server.send_signal(signal.SIGKILL)

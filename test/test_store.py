@@ -196,3 +196,21 @@ def test_operator_labels_relabels_redos_and_skips_are_kept_as_history(toy):
         c = counts[(rows[trials[0]].policy, level)]
         assert (c["labelled"], c["relabelled"], c["redone"]) == (1, 1, 1)
         assert store.counts(cid)[(rows[trials[0]].policy, level)]["aborted"] == 0  # a redo is not an abort
+
+
+def test_the_sequential_rule_counts_only_the_completed_prefix_of_the_planned_order(toy):
+    """On workers a success ends early and a failure runs to the step limit, so what finished
+    first depends on the outcome; the rule must see trial i only once trials 0..i-1 are in."""
+    from indgen_core.runner import completed_counts
+
+    with ResultsStore(toy / "r.sqlite") as store:
+        record = toy_setup.plan_toy(store, toy, trials_per_level=6, levels=[0])
+        trials = sorted(store.pending_trials(record.id), key=lambda t: t.trial_index)
+        for trial in trials[1:4]:  # trials 1-3 succeed quickly while trial 0 is still running
+            assert store.commit_result(record.id, TrialResult(trial.trial_id, Outcome.SUCCESS, "ok"))
+        assert completed_counts(store, record.id) == {("skilled", 0): (0, 0)}
+        assert store.commit_result(record.id, TrialResult(trials[0].trial_id, Outcome.FAILURE, "slow failure"))
+        assert completed_counts(store, record.id) == {("skilled", 0): (4, 3)}
+        # an invalid trial is passed over, not counted; a pending one ends the prefix again
+        assert store.commit_result(record.id, TrialResult(trials[4].trial_id, Outcome.INVALID, "scene knocked"))
+        assert completed_counts(store, record.id) == {("skilled", 0): (4, 3)}

@@ -53,6 +53,14 @@ def finish(proc: subprocess.Popen, timeout: float = 120, expect: int | None = 0,
     return out
 
 
+def fail(proc: subprocess.Popen, why: str) -> None:
+    """Fail the test with `why` and the tail of the graph's output (stopping the graph first),
+    so a failure on a busy CI machine can be read from its log alone."""
+    if proc.poll() is None:
+        _stop(proc)
+    pytest.fail(f"{why}:\n{_output(proc)[-8000:]}")
+
+
 def _stop(proc) -> None:
     proc.terminate()  # the launcher stops its graph
     try:
