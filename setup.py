@@ -124,6 +124,8 @@ setup(
             "droid_twin_vision = indgen_sim.twin.vision:TwinVisionPolicy",
             "libero_oracle = indgen_sim.libero.oracle:LiberoOracle",
         ],
+        # oracle demonstrations by world, for `indgen dataset export --oracle WORLD`
+        "indgen.demos": ["droid_twin = indgen_sim.twin.demos:oracle_episodes"],
         "indgen.commands": [
             "blockenv = indgen_sim.blockenv.cli:register",
             "twin = indgen_sim.twin.cli:register",

@@ -18,7 +18,13 @@ from typing import Any
 from indgen_core.errors import IndGenError
 
 WORLDS, POLICIES, SPECS = "indgen.worlds", "indgen.policies", "indgen.specs"
-_KIND = {WORLDS: "world", POLICIES: "policy", SPECS: "observation/action spec"}
+DEMOS = "indgen.demos"  # world name -> its oracle demonstrations (indgen dataset export --oracle)
+_KIND = {
+    WORLDS: "world",
+    POLICIES: "policy",
+    SPECS: "observation/action spec",
+    DEMOS: "world with oracle demonstrations",
+}
 _ENV = {WORLDS: "INDGEN_WORLDS", POLICIES: "INDGEN_POLICIES", SPECS: "INDGEN_SPECS"}
 
 

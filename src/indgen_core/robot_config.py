@@ -32,9 +32,14 @@ def _seven(v: list[float]) -> list[float]:
     return v
 
 
+#: the joint names franka_ros2 and the Robotiq driver publish (the defaults of a robot file)
+FR3_ARM_JOINTS = tuple(f"fr3_joint{i}" for i in range(1, 8))
+ROBOTIQ_JOINT = "robotiq_85_left_knuckle_joint"
+
+
 class ArmConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    joints: list[str] = Field(default_factory=lambda: [f"fr3_joint{i}" for i in range(1, 8)])
+    joints: list[str] = Field(default_factory=lambda: list(FR3_ARM_JOINTS))
     #: the JointTrajectoryController's name in franka's controller manager (its gains and
     #: tolerances are read from bringup.arm_controllers)
     controller: str = "fr3_arm_controller"
@@ -89,7 +94,7 @@ class ArmConfig(BaseModel):
 
 class GripperConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    joint: str = "robotiq_85_left_knuckle_joint"
+    joint: str = ROBOTIQ_JOINT
     #: the gripper's own joint state broadcaster (its controller manager, namespaced /robotiq)
     state_topic: str = "/robotiq/joint_states"
     #: a forward position controller on the knuckle joint (std_msgs/Float64MultiArray, rad)
