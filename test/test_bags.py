@@ -471,4 +471,3 @@ def test_latency_matches_a_command_the_recorder_took_before_its_tick(tmp_path):
     rows, overall = latency.measure(trials.readers(writer.paths))
     assert overall["ticks"] == 4 and overall["missed"] == 1 and rows[0]["missed"] == 1  # tick 4 only
     assert overall["obs_to_command_ms_p50"] == pytest.approx(4.0)  # 4, 0 (taken first), 5 ms
-

@@ -218,11 +218,14 @@ def test_the_pi05_stand_in_gets_exactly_pi05_droids_request_from_zed_sized_bgra8
         pi = campaign(tmp_path, "pi", "droid_pi05_standin", "evaluate", (0,), 1, 40)
         # the request path, not the deadline (test_fr3_runner tests that): turning two ZED-sized
         # frames into a pi0.5 request takes the CPU DROID's 0.3 s budget assumes, which a 2-core
-        # machine shared with the rest of the suite does not always have
+        # machine shared with the rest of the suite does not always have; nor does it always get a
+        # 3.7 MB frame through DDS within the 0.25 s age limit (0.256 s seen once: no command sent,
+        # the check doing its job), so both limits are the test's own here
         robots = tmp_path / "robots"
         shutil.copytree(paths.config_dir() / "robots", robots)
         config = robots / "fr3_robotiq_zed.yaml"
-        config.write_text(config.read_text().replace("command_timeout_s: 0.3", "command_timeout_s: 1.5"))
+        text = config.read_text().replace("command_timeout_s: 0.3", "command_timeout_s: 1.5")
+        config.write_text(text.replace("image_max_age_s: 0.25", "image_max_age_s: 0.6"))
         graphs.finish(launch_mock(tmp_path, f"campaign:={pi}", "campaign_id:=pi", "policy:=droid_pi05_standin",
                                   f"robot_config:={config}",
                                   "privileged:=false", "cameras:=exterior_1,wrist", f"record_requests:={requests}",

@@ -32,7 +32,8 @@ def test_libero_oracle_campaign_through_the_graph(tmp_path, monkeypatch):
         assert record.axis == "libero_goal_y" and record.config["world_options"] == {"task": 2}
         certs = store.certificates(world="libero", axis="libero_goal_y")
         assert {c["level"] for c in certs} == {-1, 0, 1}
-        assert sorted(a["level"] for a in store.artifacts("lib", kind="level_image")) == [-1, 0, 1]
+        images = sorted(a["level"] for a in store.artifacts("lib", kind="level_image"))
+        assert images == [-1, 0, 1], (store.events("lib"), proc.stdout[-6000:])
     assert (tmp_path / "rep" / "lib" / "report.html").is_file()
     report = (tmp_path / "rep" / "lib" / "report.md").read_text()
     assert "| policy | k | n | libero_success | strict_success |" in report  # both checks, per level

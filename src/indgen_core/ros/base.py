@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import rclpy
+from rclpy.action import ActionClient as RclpyActionClient
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -214,6 +215,28 @@ def serve(node: Node, srv_type, name: str, callback: Callable, **kwargs):
 # episode, a console's request) runs on another: that thread waits for a future, a server or
 # a reply by polling what the executor thread completes, never by spinning the node itself
 # (rclpy.spin_until_future_complete would take the node from its executor).
+
+
+class ActionClient(RclpyActionClient):
+    """rclpy's action client, safe to send goals from a thread other than the executor's (the
+    progression manager's campaign thread, the FR3 runner's recovery).
+
+    rclpy's send_goal_async (get_result_async and the cancel request alike) files the request's
+    future as pending, then registers the done callback that removes it, then adds it to the
+    waitable (add_future). A reply that the executor's thread takes in between (seen on a loaded
+    machine) completes the future first: the callback then runs at once in the sending thread and
+    removes a future add_future has not added, ValueError 'list.remove(x): x not in list', which
+    stopped a campaign before its first trial. Here a future that is already done is not added,
+    and removing one that is not there is a no-op; the goal, its handle and its result are
+    untouched."""
+
+    def add_future(self, future) -> None:
+        if not future.done():
+            super().add_future(future)
+
+    def remove_future(self, future) -> None:
+        if future in self._futures:
+            super().remove_future(future)
 
 
 def wait_future(future, timeout: float, *, stop=None, poll: float = 0.005) -> bool:

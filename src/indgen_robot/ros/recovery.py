@@ -21,7 +21,7 @@ from std_srvs.srv import Trigger
 
 from indgen_core.errors import IndGenError
 from indgen_core.robot_config import RobotConfig
-from indgen_core.ros.base import wait_future, wait_server
+from indgen_core.ros.base import ActionClient, wait_future, wait_server
 from indgen_robot.safety import Recovery
 
 STAND_IN = "/indgen/sim/stand_in"
@@ -65,7 +65,6 @@ class FrankaRecovery:
         try:
             from controller_manager_msgs.srv import SetHardwareComponentState, SwitchController
             from franka_msgs.action import ErrorRecovery
-            from rclpy.action import ActionClient
         except ImportError:
             raise IndGenError(
                 "recovery.method 'franka' needs franka_msgs and controller_manager_msgs (a ROS 2 Jazzy "

@@ -234,9 +234,9 @@ class SimBridge(Node):
 
         def on_reset(_obs) -> None:
             if self.p.level_images and (setup.campaign_id, setup.level) not in self.imaged:
-                self.imaged.add((setup.campaign_id, setup.level))
                 path = self._save_level_image(setup)
-                if path:
+                if path:  # a level image that could not be saved is tried again at the next attempt
+                    self.imaged.add((setup.campaign_id, setup.level))
                     images.append(path)
 
         def on_final(state: dict, ending: str, steps: int) -> None:  # before the world judges it
