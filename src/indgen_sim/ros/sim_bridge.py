@@ -235,8 +235,7 @@ class SimBridge(Node):
         def on_reset(_obs) -> None:
             if self.p.level_images and (setup.campaign_id, setup.level) not in self.imaged:
                 path = self._save_level_image(setup)
-                if path:  # a level image that could not be saved is tried again at the next attempt
-                    self.imaged.add((setup.campaign_id, setup.level))
+                if path:
                     images.append(path)
 
         def on_final(state: dict, ending: str, steps: int) -> None:  # before the world judges it
@@ -282,6 +281,10 @@ class SimBridge(Node):
             goal_handle.canceled()
         else:
             goal_handle.succeed()
+            # the level's image counts as delivered with a result the progression manager takes;
+            # one that could not be saved, or that went with a cancelled goal (the manager gave up
+            # on the attempt: its files may never reach the store), is made again next attempt
+            self.imaged.update((setup.campaign_id, setup.level) for _ in images)
         return RunEpisode.Result(result=msg)
 
     def _save_level_image(self, setup) -> str | None:
