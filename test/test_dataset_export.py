@@ -253,8 +253,10 @@ def _decoded_independently(bag: Path) -> dict:
                     trials.setdefault(msg.trial_id, {"task": msg.language_instruction, "level": msg.level, "ticks": {}})
                     continue
                 stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec if hasattr(msg, "header") else None
-                if channel.topic == topics.CONTROL_TICK:
-                    trials[msg.trial_id]["ticks"].setdefault(msg.step, (stamp, msg.sequence))
+                if channel.topic == topics.CONTROL_TICK:  # a step's last tick is the one answered
+                    ticks = trials[msg.trial_id]["ticks"]
+                    if msg.step not in ticks or msg.sequence > ticks[msg.step][1]:
+                        ticks[msg.step] = (stamp, msg.sequence)
                 elif channel.topic == topics.JOINT_STATES:
                     states[stamp] = (np.array(msg.position[:7]), msg.position[7] / GRIPPER_CLOSED_RAD)
                 elif channel.topic == topics.ARM_VELOCITY_COMMAND:

@@ -42,7 +42,7 @@ SLACK_NS = 2_000_000_000  # records of an attempt can be received this long afte
 class _Samples:
     """What one attempt recorded, as it comes in."""
 
-    ticks: dict[int, Any] = field(default_factory=dict)  # step -> ControlTick
+    ticks: dict[int, Any] = field(default_factory=dict)  # step -> its last ControlTick
     states: list[tuple[int, np.ndarray, float]] = field(default_factory=list)  # (stamp ns, q, gripper)
     arm: dict[int, np.ndarray] = field(default_factory=dict)  # sequence -> DROID velocity
     gripper: dict[int, float] = field(default_factory=dict)  # sequence -> DROID gripper
@@ -129,7 +129,11 @@ def _add(samples: _Samples, attempt: trials.Attempt, record, cameras: dict[str, 
     msg = record.decode()
     if record.topic == topics.CONTROL_TICK:
         if msg.trial_id == attempt.trial_id:
-            samples.ticks.setdefault(int(msg.step), msg)
+            # a tick the world sent again (no command came in time) has a new sequence: the last
+            # one of a step is the one the world acted on, and the one its command answers
+            known = samples.ticks.get(int(msg.step))
+            if known is None or int(msg.sequence) > int(known.sequence):
+                samples.ticks[int(msg.step)] = msg
     elif record.topic == topics.JOINT_STATES:
         index = {name: i for i, name in enumerate(msg.name)}
         if all(name in index for name in ARM_JOINTS) and GRIPPER_JOINT in index:
