@@ -191,8 +191,8 @@ def test_views_show_fresh_layouts_from_the_demonstrations_arm_poses_with_true_la
     """The extra perception samples: each layout a new tau_0 one, the arm where it was told
     (teleported, not simulated: the objects stay put), the labels the objects' true poses."""
     from indgen_core.specs.droid import DroidSpec
-    from indgen_sim.twin import bc
     from indgen_sim.twin.scene import RESET_Q
+    from indgen_sim.twin.training_plan import TAU0
     from indgen_sim.twin.world import DroidTwinWorld
 
     poses = np.array([RESET_Q, np.asarray(RESET_Q) + 0.15])
@@ -202,7 +202,7 @@ def test_views_show_fresh_layouts_from_the_demonstrations_arm_poses_with_true_la
     assert len({got["target"][i].tobytes() for i in (0, 2, 4)}) == 3  # three layouts
     assert np.array_equal(got["target"][0], got["target"][1])  # two arm poses, one layout
     with DroidTwinWorld(cameras=False, builtin=True) as world:
-        setup = next(bc.tau0_setups(1, 9_500_000, "droid_twin_vision", "views"))
+        setup = next(TAU0.setups(1, 9_500_000, "droid_twin_vision", "views"))
         obs = world.reset(setup)
         world.pose_arm(poses[1])
         assert np.allclose(world.joint_positions(), poses[1])

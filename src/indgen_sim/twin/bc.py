@@ -12,10 +12,13 @@ squares as the oracle's) turns the twist into DROID's 7 normalised joint velocit
 Training data are oracle labels at tau_0 only: first oracle episodes with small noise on
 the executed actions (DART), then DAgger rounds in which the policy itself drives and the
 oracle labels every state it visits, so the policy learns to recover from its own errors.
+A training plan (training_plan.py; `train-bc --axis A --levels L`) spreads one task's
+episodes over more levels instead, for the paper's train-on-tau_0..tau_n experiment.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import time
@@ -28,8 +31,8 @@ import numpy as np
 from indgen_core import paths
 from indgen_core.errors import IndGenError, require
 from indgen_core.policy import Policy
-from indgen_sim.twin import tasks
 from indgen_sim.twin.policy_input import FEATURES, TWIST_SCALE, features, object_poses
+from indgen_sim.twin.training_plan import TAU0, TrainingPlan
 
 logger = logging.getLogger(__name__)
 
@@ -59,19 +62,22 @@ def collect(
     noise: float = 0.02,
     seed_base: int = 7_000_000,
     builtin: bool = False,
+    plan: TrainingPlan = TAU0,
 ) -> tuple[np.ndarray, np.ndarray, dict]:
-    """Oracle-labelled states at tau_0 for both tasks: (features, oracle actions, stats). The
-    oracle drives (plus `noise`) when `policy` is None; otherwise the policy drives (DAgger)."""
+    """Oracle-labelled states of both tasks at the plan's levels: (features, oracle actions,
+    stats). The oracle drives (plus `noise`) when `policy` is None; otherwise the policy drives
+    (DAgger)."""
     from indgen_core.specs.droid import DroidSpec
     from indgen_sim.twin.oracle import TwinOracle
     from indgen_sim.twin.world import DroidTwinWorld
 
     world, oracle, spec = DroidTwinWorld(cameras=False, builtin=builtin), TwinOracle(builtin=builtin), DroidSpec()
     xs, ys = [], []
-    solved = 0
-    rng = np.random.default_rng(seed_base)
+    solved, visited = 0, collections.Counter[str]()
+    rng = np.random.default_rng(plan.stream(seed_base))
     t0 = time.monotonic()
-    for e, setup in enumerate(tau0_setups(episodes, seed_base, "droid_twin_oracle", "demo")):
+    for e, setup in enumerate(plan.setups(episodes, seed_base, "droid_twin_oracle", "demo")):
+        visited[f"{setup.axis} tau_{setup.level}"] += 1  # what it trained on, kept in the checkpoint
         obs = world.reset(setup)
         oracle.reset()
         done = False
@@ -102,31 +108,8 @@ def collect(
     return (
         np.array(xs, dtype=np.float32),
         np.array(ys, dtype=np.float32),
-        {"episodes": episodes, "solved": solved, "samples": len(xs)},
+        {"episodes": episodes, "solved": solved, "samples": len(xs), "levels": dict(visited)},
     )
-
-
-def tau0_setups(episodes: int, seed_base: int, policy: str, prefix: str):
-    """The training episodes: the two tasks in turn, at tau_0 only, a seed each."""
-    from indgen_core.axes import library
-    from indgen_core.records import TaskSetup
-
-    for e in range(episodes):
-        axis = tasks.TASKS[e % len(tasks.TASKS)]
-        level = library().get(axis).level(0)
-        yield TaskSetup(
-            "demos",
-            f"{prefix}-{seed_base}-{e}",
-            "droid_twin",
-            axis,
-            0,
-            True,
-            level.parameters,
-            e,
-            seed_base + e,
-            policy,
-            level.language_instruction or "",
-        )
 
 
 def progress(e: int, episodes: int, demonstrations: bool, t0: float, extra: str = "") -> None:
@@ -224,6 +207,13 @@ def outdated(path: Path) -> bool:
         return False  # missing or unreadable: the caller's load says so in its own words
 
 
+def trained_on_levels(ckpt: dict) -> str:
+    """What a checkpoint's policy was trained on, for its metadata (and so the results store):
+    checkpoints before training plans existed were all trained at tau_0."""
+    plan = (ckpt.get("info") or {}).get("plan") or {}
+    return f"{plan.get('text', 'tau_0')} oracle labels"
+
+
 class TwinBCPolicy(Policy):
     metadata: Mapping[str, Any] = {
         "policy": "droid_twin_bc",
@@ -245,7 +235,7 @@ class TwinBCPolicy(Policy):
         trained_on = (ckpt.get("info") or {}).get("robot_model")
         builtin = builtin or trained_on == "builtin"
         if trained_on:
-            self.metadata = {**type(self).metadata, "robot_model": trained_on}
+            self.metadata = {**type(self).metadata, "robot_model": trained_on, "trained_on": trained_on_levels(ckpt)}
         if len(ckpt["mean"]) != FEATURES:
             raise IndGenError(
                 f"this twin policy checkpoint reads {len(ckpt['mean'])} state features where this IndGen "
@@ -276,22 +266,23 @@ class TwinBCPolicy(Policy):
         return np.concatenate([self.ik.joint_velocities(q, twist), [1.0 if out[6] > 0 else 0.0]])
 
 
-def best_iterate(rounds: int, start, drive, retrain, info: dict, who: str):
-    """DAgger rounds, keeping the iterate that solved most tau_0 episodes (iterates vary a lot;
-    only tau_0 ever chooses): `drive(r, iterate)` runs a round with it, giving (data, stats),
-    `retrain(data)` the next iterate; the last one drives once more, only to be judged."""
+def best_iterate(rounds: int, start, drive, retrain, info: dict, who: str, where: str = "tau_0"):
+    """DAgger rounds, keeping the iterate that solved most training episodes (iterates vary a
+    lot; only the training levels, `where`, ever choose): `drive(r, iterate)` runs a round with
+    it, giving (data, stats), `retrain(data)` the next iterate; the last one drives once more,
+    only to be judged."""
     best, current = (-1, 0, start), start
     for r in range(rounds + 1 if rounds else 0):
         more, stats = drive(r, current)
         what = f"DAgger round {r + 1}/{rounds}" if r < rounds else "last iterate"
-        logger.info(f"  {what}: {who} solved {stats['solved']}/{stats['episodes']} at tau_0")
+        logger.info(f"  {what}: {who} solved {stats['solved']}/{stats['episodes']} at {where}")
         info["rounds"].append(stats)
         if stats["solved"] >= best[0]:
             best = (stats["solved"], r, current)
         if r < rounds:
             current = retrain(more)
     if rounds:
-        info["chosen"] = f"the iterate that drove pass {best[1] + 1} ({best[0]}/{stats['episodes']} at tau_0)"
+        info["chosen"] = f"the iterate that drove pass {best[1] + 1} ({best[0]}/{stats['episodes']} at {where})"
         logger.info(f"  kept {info['chosen']}")
     return best[2]
 
@@ -302,22 +293,28 @@ def train_with_dagger(
     episodes_per_round: int = 30,
     epochs: int = 200,
     builtin: bool = False,
+    plan: TrainingPlan = TAU0,
 ) -> tuple[dict, dict]:
-    """Oracle demonstrations, then DAgger rounds, all at tau_0; returns (checkpoint, info)."""
-    ckpt, info, _, _ = dagger(demo_episodes, rounds, episodes_per_round, epochs, builtin)
+    """Oracle demonstrations, then DAgger rounds, all at the plan's levels (tau_0 unless told);
+    returns (checkpoint, info)."""
+    ckpt, info, _, _ = dagger(demo_episodes, rounds, episodes_per_round, epochs, builtin, plan)
     return ckpt, info
 
 
 def dagger(
-    demo_episodes: int, rounds: int, episodes_per_round: int, epochs: int, builtin: bool
+    demo_episodes: int, rounds: int, episodes_per_round: int, epochs: int, builtin: bool, plan: TrainingPlan = TAU0
 ) -> tuple[dict, dict, np.ndarray, np.ndarray]:
     """train_with_dagger, and the oracle-labelled states it trained on (the camera-based policy
     goes on training its control MLP on them)."""
     from indgen_sim.twin import assets
 
-    x, y, stats = collect(demo_episodes, builtin=builtin)
-    info: dict[str, Any] = {"rounds": [stats], "robot_model": assets.robot_source(prefer_builtin=builtin).kind}
-    ckpt = train(x, y, epochs=epochs)
+    x, y, stats = collect(demo_episodes, builtin=builtin, plan=plan)
+    info: dict[str, Any] = {
+        "rounds": [stats],
+        "robot_model": assets.robot_source(prefer_builtin=builtin).kind,
+        "plan": plan.record(),
+    }
+    ckpt = train(x, y, epochs=epochs, seed=plan.seed)
     data = {"x": x, "y": y}
 
     def drive(r: int, current: dict):
@@ -326,14 +323,15 @@ def dagger(
             policy=TwinBCPolicy(current, builtin=builtin),
             seed_base=8_000_000 + 1000 * r,
             builtin=builtin,
+            plan=plan,
         )
         return (xr, yr), stats
 
     def retrain(more) -> dict:
         data["x"], data["y"] = np.concatenate([data["x"], more[0]]), np.concatenate([data["y"], more[1]])
-        return train(data["x"], data["y"], epochs=epochs)
+        return train(data["x"], data["y"], epochs=epochs, seed=plan.seed)
 
-    ckpt = best_iterate(rounds, ckpt, drive, retrain, info, "the policy")
+    ckpt = best_iterate(rounds, ckpt, drive, retrain, info, "the policy", plan.describe())
     x, y = data["x"], data["y"]
     info["samples"] = len(x)
     return ckpt, info, x, y
@@ -342,11 +340,18 @@ def dagger(
 def train_and_save(path: str | Path | None = None, **options) -> Path:
     """train_with_dagger with the defaults below, saved atomically to `path` (or the standard
     place); what was collected and how well the policy did per round go into the checkpoint."""
-    torch = require("torch", "all", "the twin's tau_0 policy")
-    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    use_cores(require("torch", "all", "the twin's tau_0 policy"))
     t0 = time.monotonic()
     ckpt, info = train_with_dagger(**options)
     info["train_seconds"] = round(time.monotonic() - t0, 1)
     out = save(ckpt, Path(path) if path else checkpoint_path(), info)
-    logger.info(f"trained in {info['train_seconds']:.0f} s on {info['samples']} oracle-labelled states at tau_0")
+    logger.info(
+        f"trained in {info['train_seconds']:.0f} s on {info['samples']} oracle-labelled states ({info['plan']['text']})"
+    )
     return out
+
+
+def use_cores(torch) -> None:
+    """At most two torch threads, and no more than the cores this process may run on (a
+    training pinned with `taskset -c 1` beside another gets one)."""
+    torch.set_num_threads(max(1, min(2, len(os.sched_getaffinity(0)))))

@@ -20,10 +20,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     tsub = p.add_subparsers(dest="twin_command", metavar="ACTION", required=True)
     t = tsub.add_parser(
         "train-bc",
-        help="behaviour-clone the tau_0 policy on oracle demonstrations at tau_0",
+        help="behaviour-clone the tau_0 policy on oracle demonstrations at tau_0 (or more levels)",
         description="Collect oracle demonstrations at tau_0 (both tasks), train a small state-based "
         "MLP (privileged object poses: simulation only), then run DAgger rounds at tau_0 in which "
-        "the policy drives and the oracle labels. About 4 minutes on 2 CPU cores.",
+        "the policy drives and the oracle labels. About 4 minutes on 2 CPU cores. With --axis and "
+        "--levels, all of it at those levels of that axis instead (same number of episodes).",
     )
     t.add_argument(
         "--vision",
@@ -57,6 +58,22 @@ def register(sub: argparse._SubParsersAction) -> None:
         "demonstrations' arm poses, 4 frames each (default 1500)",
     )
     t.add_argument("--epochs", type=int, default=None, help="training epochs after each round")
+    t.add_argument(
+        "--levels",
+        type=int_list,
+        default=None,
+        help="train on these levels of --axis instead of tau_0 alone, e.g. 0-2: that task's "
+        "episodes cycle through them, the other task's stay at tau_0, and the number of episodes "
+        "is the same as for tau_0 alone (the paper's train-on-tau_0..tau_n experiment)",
+    )
+    t.add_argument("--axis", choices=AXES, default=None, help="the axis whose levels --levels names")
+    t.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="training seed, 0-99 (default 0): shifts every layout, noise and network seed, so "
+        "that seeds are independent trainings; seed 0 is the training without it",
+    )
     t.set_defaults(func=cmd_train_bc)
 
     v = tsub.add_parser(
@@ -94,9 +111,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_train_bc(args: argparse.Namespace) -> int:
     from indgen_core.errors import IndGenError
     from indgen_sim.twin import bc
+    from indgen_sim.twin.training_plan import TrainingPlan
     from indgen_sim.twin.vision import training
 
-    options = {
+    plan = TrainingPlan.spread(args.axis, args.levels, args.seed)
+    options: dict = {
         k: v
         for k, v in {
             "demo_episodes": args.demos,
@@ -105,6 +124,7 @@ def cmd_train_bc(args: argparse.Namespace) -> int:
         }.items()
         if v is not None
     }
+    options["plan"] = plan
     if args.robot == "menagerie":
         from indgen_sim.twin import assets
 

@@ -1,12 +1,13 @@
-"""The twin's vision policy's training samples at tau_0: control samples (state features and
-the oracle's label) on every tick of an episode, and perception frames (both images, the
-proprioception, the label). Frames are rendered only on the ticks where a request is made
-(and on every other tick of the demonstrations), plus views of many more layouts than there
-are episodes (`views`).
+"""The twin's vision policy's training samples (at tau_0 unless a training plan says more):
+control samples (state features and the oracle's label) on every tick of an episode, and
+perception frames (both images, the proprioception, the label). Frames are rendered only on
+the ticks where a request is made (and on every other tick of the demonstrations), plus views
+of many more layouts than there are episodes (`views`).
 """
 
 from __future__ import annotations
 
+import collections
 import logging
 import time
 from typing import Any
@@ -16,6 +17,7 @@ import numpy as np
 from indgen_core.policy import Policy
 from indgen_core.specs.droid import EXTERIOR, WRIST
 from indgen_sim.twin import bc, policy_input
+from indgen_sim.twin.training_plan import TAU0, TrainingPlan
 from indgen_sim.twin.vision.features import REQUEST_IMAGES, proprio, shrink, targets
 
 logger = logging.getLogger(__name__)
@@ -31,10 +33,11 @@ def collect(
     seed_base: int = 9_000_000,
     builtin: bool = True,
     image_every: int = 2,
+    plan: TrainingPlan = TAU0,
 ) -> tuple[dict, dict]:
-    """tau_0 episodes of both tasks: control samples (state features, oracle label) on every
-    tick and perception samples (both images, proprioception, label) every `image_every` ticks
-    and on every tick where the policy (when it drives) makes a request."""
+    """Episodes of both tasks at the plan's levels (tau_0 unless told): control samples (state
+    features, oracle label) on every tick and perception samples (both images, proprioception,
+    label) every `image_every` ticks and on every tick where the policy (when it drives) makes a request."""
     from indgen_core.specs.droid import DroidSpec
     from indgen_sim.twin.oracle import TwinOracle
     from indgen_sim.twin.world import DroidTwinWorld
@@ -44,9 +47,10 @@ def collect(
     kin = policy_input.kinematics(builtin)
     control_x, control_y = [], []
     frames: dict[str, list] = {"exterior": [], "wrist": [], "state": [], "target": [], "q": []}
-    rng = np.random.default_rng(seed_base)
-    solved, t0 = 0, time.monotonic()
-    for e, setup in enumerate(bc.tau0_setups(episodes, seed_base, "droid_twin_vision", "vision")):
+    rng = np.random.default_rng(plan.stream(seed_base))
+    solved, t0, visited = 0, time.monotonic(), collections.Counter[str]()
+    for e, setup in enumerate(plan.setups(episodes, seed_base, "droid_twin_vision", "vision")):
+        visited[f"{setup.axis} tau_{setup.level}"] += 1  # what it trained on, kept in the checkpoint
         obs = world.reset(setup)
         queue: list = []
         done = False
@@ -89,6 +93,7 @@ def collect(
     data["control_y"] = np.array(control_y, dtype=np.float32)
     return data, {
         "episodes": episodes,
+        "levels": dict(visited),
         "solved": int(solved),
         "control_samples": len(control_x),
         "frames": len(frames["target"]),
@@ -113,8 +118,9 @@ def views(
     per_layout: int = 4,
     seed_base: int = 9_500_000,
     builtin: bool = True,
+    plan: TrainingPlan = TAU0,
 ) -> dict:
-    """Perception samples over many more tau_0 layouts than there are episodes: each fresh
+    """Perception samples over many more layouts (at the plan's levels) than there are episodes: each fresh
     layout (settled as for an episode) is seen with the arm teleported to `per_layout` poses
     drawn from `arm_poses` (joint positions the demonstrations passed through, gripper open).
     An episode gives one layout and a hundred frames of it: from 80 layouts perception learned
@@ -129,10 +135,10 @@ def views(
         DroidSpec(),
         policy_input.kinematics(builtin),
     )
-    rng = np.random.default_rng(seed_base)
+    rng = np.random.default_rng(plan.stream(seed_base))
     frames: dict[str, list] = {k: [] for k in (*FRAME_KEYS, "q")}
     t0 = time.monotonic()
-    for e, setup in enumerate(bc.tau0_setups(layouts, seed_base, "droid_twin_vision", "views")):
+    for e, setup in enumerate(plan.setups(layouts, seed_base, "droid_twin_vision", "views")):
         world.reset(setup)
         for q in arm_poses[rng.choice(len(arm_poses), per_layout)]:
             world.pose_arm(q)

@@ -61,7 +61,12 @@ class TwinVisionPolicy(Policy):
         self.robot_model = ckpt["robot_model"]
         self.chunk = int(chunk or ckpt.get("chunk", CHUNK))
         # instance metadata: the world checks the robot model before the first episode
-        self.metadata = {**type(self).metadata, "robot_model": self.robot_model, "chunk": self.chunk}
+        self.metadata = {
+            **type(self).metadata,
+            "robot_model": self.robot_model,
+            "chunk": self.chunk,
+            "trained_on": bc.trained_on_levels(ckpt),
+        }
 
     def perceive(self, obs: dict[str, Any]) -> tuple[str, np.ndarray, float, np.ndarray]:
         """(task, joint positions, gripper position, estimated TARGETS) from a DROID request:
