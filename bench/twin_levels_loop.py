@@ -137,7 +137,8 @@ def plot(path: Path, n: int, pooled: dict, plots) -> None:
         ax.set_xticklabels([f"tau_{k}" for k in sorted(pooled["tau0"])])
         ax.set_ylim(-0.02, 1.02)
         ax.set_ylabel("success (seeds pooled, exact 95% CI)")
-        ax.set_title(f"Twin camera policy, Scale levels above tau_{n}")
+        ax.axvspan(-0.3, n + 0.3, color="grey", alpha=0.08, label=f"levels 0..{n}: trained on by the second")
+        ax.set_title(f"Twin camera policy on Scale: tested beyond tau_{n} (right of the shading)")
         ax.legend()
         print(f"plot: {plots._save(fig, path)}")
 

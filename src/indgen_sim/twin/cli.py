@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="the camera-based policy (droid_twin_vision): it sees "
         "only pi0.5-DROID's request (two images, joints, gripper, prompt); trained on the built-in FR3 "
-        "unless --robot menagerie; about 15 minutes on 2 CPU cores",
+        "unless --robot menagerie; 12 to 40 minutes on 2 CPU cores",
     )
     t.add_argument(
         "--robot",
