@@ -23,6 +23,7 @@ a core, took 43 minutes for the pair (the software renderer's threads fight over
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
@@ -33,22 +34,15 @@ ROOT = Path(__file__).resolve().parents[1]
 ARMS = ("tau0", "levels")
 
 
-def indgen(*args: str, env: dict | None = None, log: Path | None = None):
+def indgen(*args: str, env: dict | None = None, log: Path | None = None) -> None:
+    """Run one `indgen` command (its output to `log` when given); stop the loop if it fails."""
     print(f"  $ indgen {' '.join(args)}" + (f"  > {log}" if log else ""), flush=True)
-    full = [sys.executable, "-m", "indgen_core.cli", *args]
-    out = open(log, "w") if log else None  # noqa: SIM115 (closed below, after the process ends)
-    proc = subprocess.Popen(full, env={**os.environ, **(env or {})}, stdout=out, stderr=subprocess.STDOUT)
-    return proc, out
-
-
-def wait(jobs) -> None:
-    for proc, out in jobs:
-        if proc.wait() != 0:
-            raise SystemExit(
-                f"a step failed (exit {proc.returncode}); its log is in {out.name if out else 'the output'}"
-            )
-        if out:
-            out.close()
+    command = [sys.executable, "-m", "indgen_core.cli", *args]
+    with open(log, "w") if log else contextlib.nullcontext() as out:
+        env = {**os.environ, **(env or {})}
+        code = subprocess.run(command, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
+    if code != 0:
+        raise SystemExit(f"a step failed (exit {code}); its output is in {log or 'the output above'}")
 
 
 def train(out: Path, n: int, seeds: list[int]) -> dict[tuple[str, int], Path]:
@@ -62,7 +56,7 @@ def train(out: Path, n: int, seeds: list[int]) -> dict[tuple[str, int], Path]:
                 todo.append((path, ["twin", "train-bc", "--vision", "--seed", str(seed), *extra, "--out", str(path)]))
     t0 = time.monotonic()
     for i, (path, args) in enumerate(todo):
-        wait([indgen(*args, log=path.with_suffix(".log"))])
+        indgen(*args, log=path.with_suffix(".log"))
         print(f"  trained {i + 1}/{len(todo)} ({(time.monotonic() - t0) / 60:.0f} min)", flush=True)
     return checkpoints
 
@@ -79,7 +73,7 @@ def evaluate(out: Path, n: int, checkpoints: dict, trials: int) -> dict[tuple[st
     ids: dict[tuple[str, int], str] = {}
     if not (out / "certified").is_file():
         oracle = str(ROOT / "config/campaigns/twin_scale_vision_oracle.yaml")
-        wait([indgen("campaign", "run", oracle, "--db", str(db), "--id", "loop-oracle", "--workers", "2")])
+        indgen("campaign", "run", oracle, "--db", str(db), "--id", "loop-oracle", "--workers", "2")
         (out / "certified").write_text("loop-oracle\n")
     for (arm, seed), path in checkpoints.items():
         cid = f"loop-{arm}-s{seed}"
@@ -87,7 +81,7 @@ def evaluate(out: Path, n: int, checkpoints: dict, trials: int) -> dict[tuple[st
         done = out / f"{cid}.done"
         if not done.is_file():
             env = {"INDGEN_TWIN_VISION_CHECKPOINT": str(path)}
-            wait([indgen("campaign", "run", str(config), "--db", str(db), "--id", cid, "--workers", "2", env=env)])
+            indgen("campaign", "run", str(config), "--db", str(db), "--id", cid, "--workers", "2", env=env)
             done.write_text(cid + "\n")
     return ids
 
@@ -99,10 +93,14 @@ def report(out: Path, n: int, ids: dict, seeds: list[int]) -> None:
     from indgen_core.store import ResultsStore
 
     pooled: dict[str, dict[int, list[int]]] = {arm: {} for arm in ARMS}
-    print(f"\nScale levels above {n}, trained on tau_0 alone (tau0) or on levels 0..{n} (levels):")
+    print(f"\nScale levels 0..4 (the claim: above {n}), trained on tau_0 alone (tau0) or on levels 0..{n} (levels):")
     with ResultsStore(out / "loop.sqlite") as store:
         for (arm, seed), cid in ids.items():
             curve = summarize(store, cid).curves[0]
+            empty = [s.level for s in curve.levels if s.n == 0]
+            if empty:  # every trial invalid or aborted (an unreadable checkpoint, say): no rate to show
+                where = f"indgen report {cid} --db {store.path}"
+                raise SystemExit(f"{cid} has no scored trial at levels {empty}: see `{where}`")
             cells = []
             for s in curve.levels:
                 k, n_ok = pooled[arm].setdefault(s.level, [0, 0]), s.successes
