@@ -155,6 +155,29 @@ def test_workers_n_is_a_local_cluster_with_the_same_guarantees(toy):
     assert got == toy["seq"] and committed == 16 and sorted(attempts.values()) == [1] * 15 + [2]
 
 
+def test_a_policy_the_workers_cannot_build_or_run_stops_the_campaign_in_one_sentence(toy):
+    """Found by hand: with an unreadable checkpoint, `--workers 2` printed "ran 0 trials,
+    skipped 0, 5 pending" and exited 0, the reason lost on the workers (in process the same
+    campaign is refused in one sentence). Now the workers' refusal stops the run with that
+    sentence and nothing committed, as in process; a policy that crashes on every trial stops
+    it after five aborted attempts in a row, as in process."""
+    refused = "toy.pt is not a readable toy checkpoint (EOFError)"
+    env = dict(toy["env"], TOY_POLICY_REFUSED=refused)
+    for cid, where in (("refused-here", []), ("refused", ["--workers", "2"])):
+        proc = indgen("campaign", "run", str(toy["campaign"]), "--id", cid, "--db", str(toy["db"]), *where, env=env,
+                      expect=2)
+        assert [line for line in proc.stderr.splitlines() if line.startswith("indgen:")] == [
+            f"indgen: error: {refused}"], proc.stderr
+        with ResultsStore(toy["db"]) as store:
+            assert store.attempts(cid) == []
+    proc = indgen("campaign", "run", str(toy["campaign"]), "--id", "crashing", "--db", str(toy["db"]), "--workers",
+                  "2", env=dict(toy["env"], TOY_INFER_CRASH="1"), expect=2)
+    assert "stopped after 5 aborted attempts in a row (worker error: RuntimeError: toy policy crashed)" in proc.stderr
+    with ResultsStore(toy["db"]) as store:
+        assert [a["outcome"] for a in store.attempts("crashing")] == ["aborted"] * 5
+        assert store.campaign("crashing").status == "waiting"
+
+
 def _run_until(cmd, env, db, cid, done_at: int) -> subprocess.Popen:
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

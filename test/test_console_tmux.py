@@ -63,6 +63,11 @@ class Terminal:
         subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
 
 
+def unwrapped(screen: str) -> str:
+    """The screen's text with its line wrapping undone."""
+    return " ".join(screen.split())
+
+
 def launch_cell(tmp_path, db, campaign, campaign_id: str, port: int):
     """The real-robot graph against the stand-in (built-in FR3, small camera rate), as a person
     would launch it, with its own policy server on `port`."""
@@ -120,17 +125,21 @@ def test_a_person_runs_a_two_level_campaign_with_the_console(tmp_path, ros_conte
 
     system_reruns: list[tuple[str, str]] = []  # attempts the system aborted (never the policy's doing)
 
-    def aborted(trial: str) -> list[str]:
+    def attempts(trial: str) -> list[dict]:
         with ResultsStore(db) as store:
-            return [a["reason"] for a in store.attempts("people")
-                    if a["trial_id"].endswith(trial) and a["outcome"] == "aborted"]
+            return [a for a in store.attempts("people") if a["trial_id"].endswith(trial)]
+
+    def aborted(trial: str) -> list[str]:
+        return [a["reason"] for a in attempts(trial) if a["outcome"] == "aborted"]
 
     handled: dict[str, int] = {}  # per trial, the aborted attempts already answered
 
     def waiting_through_reruns(trial: str, *texts: str) -> str:
         """Wait for `texts`. When the system aborts the trial's attempt meanwhile (a stale state
-        under load: the trial is re-run, never scored) the scene prompt comes back, and the
-        person builds the scene again and starts it, as at the real cell."""
+        under load: the trial is re-run, never scored) the scene prompt comes back saying which
+        attempt it is and why, and the person builds the scene again and starts it, as at the
+        real cell (Enter on the old prompt, still on the screen while the campaign waits to
+        retry, is refused: CI saw that)."""
         screen = ""
 
         def shown() -> bool:
@@ -139,7 +148,9 @@ def test_a_person_runs_a_two_level_campaign_with_the_console(tmp_path, ros_conte
             if all(t in screen for t in texts):
                 return True
             reasons = aborted(trial)
-            if len(reasons) > handled.get(trial, 0) and "BUILD THE SCENE" in screen:
+            n = len(attempts(trial))
+            rerun_prompt = f"attempt {n + 1} of this trial: attempt {n} was aborted"
+            if len(reasons) > handled.get(trial, 0) and rerun_prompt in unwrapped(screen):
                 system_reruns.extend((trial, r) for r in reasons[handled.get(trial, 0) :])
                 handled[trial] = len(reasons)
                 build_scene()
@@ -190,7 +201,8 @@ def test_a_person_runs_a_two_level_campaign_with_the_console(tmp_path, ros_conte
         # ready and waits for the release, without counting another aborted attempt
         time.sleep(2.5)  # scenario: a person holding the e-stop
         term.keys("e")
-        setup_of("k+1/001")
+        screen = setup_of("k+1/001")
+        assert "was aborted (operator e-stop), not scored" in unwrapped(screen)  # why the prompt is back
         handled["k+1/001"] = len(aborted("k+1/001"))  # the e-stop's own abort is not a re-run
         scene_then("k+1/001", "LABEL THE EPISODE", "k+1/001")
         term.keys("u")  # relabel the previous labelled trial (k+0/001: failure -> success)

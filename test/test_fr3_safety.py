@@ -27,6 +27,7 @@ from indgen_core.trajectory import Trajectory
 from indgen_robot.arm_state import ClockCheck, Sample, StateSource
 from indgen_robot.episode_loop import EpisodeLoop
 from indgen_robot.motion import NoFreshState
+from indgen_robot.reset import SETTLE_S, ResetSequence, at_pose, at_rest
 from indgen_robot.safety import StopKind, TickChecks, TickInputs, classify_fault, classify_robot_errors
 
 pytest.importorskip("mujoco")
@@ -88,6 +89,66 @@ def test_recover_then_first_segment_starts_at_the_measured_pose_within_the_accel
           f"{measured:.2f}")  # pytest -s
     assert peak < 0.8 and measured < 1.0
     assert sc.cell.error is None and sc.cell.status.reflexes == 1
+
+
+def _speeds_then_reset(speeds: list[float]):
+    """A ResetSequence over an arm at the reset pose whose joint speed follows `speeds`, one
+    sample per 20 ms sleep, then stays at the last value (a simulated clock)."""
+    clock = {"t": 0.0}
+    arm = StateSource("arm", CONFIG.arm.joints, 0.15, 0.05, clock=lambda: clock["t"])
+    queue = list(speeds)
+
+    def sleep(seconds: float) -> None:
+        clock["t"] += seconds
+        speed = queue.pop(0) if len(queue) > 1 else queue[0]
+        arm.update(CONFIG.arm.joints, CONFIG.reset.pose, [speed, 0, 0, 0, 0, 0, 0], clock["t"])
+
+    sleep(0.0)
+    motion = type("Motion", (), {"arm": arm})()
+    return ResetSequence(CONFIG, motion, None, sleep=sleep, clock=lambda: clock["t"]), clock
+
+
+def test_the_arm_counts_as_settled_only_after_staying_at_rest_for_settle_s():
+    """The runner that failed at the cell: a reset verified by one quiet sample at the end of
+    the segment (the controller still settling the arm), the arm moving again at 0.08 rad/s
+    when the episode started. At the pose, one quiet sample between moving ones does not
+    count; the arm must stay under at_rest_speed for reset.settle_s without a break."""
+    quiet, moving = 0.01, 0.08
+    reset, clock = _speeds_then_reset([moving, quiet, moving, moving] + [quiet])
+    ok, message = reset.settled()
+    assert ok, message
+    assert clock["t"] >= 4 * 0.02 + CONFIG.reset.settle_s - 1e-9, "the dip at 20 ms did not count as settled"
+
+    reset, clock = _speeds_then_reset([moving])  # it never comes to rest: the trial does not start
+    ok, message = reset.settled()
+    assert not ok and message == "the arm still moves at 0.08 rad/s", message
+    assert clock["t"] >= SETTLE_S
+
+
+def test_after_a_reset_the_arm_stays_at_the_pose_and_a_bump_is_waited_out_before_an_episode():
+    """On the stand-in cell: after the reset, every sample for the next second is at the pose
+    and at rest; a small bump (a person at the scene) is waited out while holding, with
+    nothing sent; an arm pushed off the pose keeps the episode from starting."""
+    sc = SimCell()
+    _drive(sc, 0.6 * DOWN, 12)
+    ok, message = sc.reset.run()
+    assert ok, message
+    for _ in range(50):
+        sc.advance(0.02)
+        ok, message = at_pose(CONFIG, sc.arm.fresh())
+        assert ok, f"{message} after the reset"
+    w = sc.cell.physics.world
+    with sc.cell.lock:
+        w.d.qvel[w.arm_dof[1]] += 0.2  # a person bumps the arm: the controller brings it back
+    sc.advance(0.01)
+    assert not at_rest(sc.arm.fresh(), CONFIG.reset.at_rest_speed)[0]
+    sent, started = len(sc.sent), sc.t
+    ok, message = sc.reset.settled()
+    assert ok, message
+    assert len(sc.sent) == sent and sc.t - started >= CONFIG.reset.settle_s
+    _drive(sc, 0.5 * DOWN, 6)  # pushed well off the pose: waited for, then refused in one sentence
+    ok, message = sc.reset.settled()
+    assert not ok and "rad from the reset pose" in message, message
 
 
 def test_reflex_free_push_into_the_table_keeps_the_lead_within_the_bound():

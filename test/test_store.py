@@ -14,6 +14,7 @@ import toy_setup
 from indgen_core import protocol
 from indgen_core.campaign import CampaignConfig, plan_campaign, setup_for
 from indgen_core.errors import IndGenError
+from indgen_core.operator_flow import attempt_note
 from indgen_core.records import Outcome, TrialResult
 from indgen_core.store import DuplicateResult, ResultsStore, StoreError
 
@@ -52,6 +53,10 @@ def test_commit_is_final_once_and_aborts_rerun(toy):
         assert not store.commit_result(record.id, TrialResult(first.trial_id, Outcome.ABORTED, "server gone",
                                                               artifacts=(image,)))
         assert store.pending_trials(record.id)[0] == first  # still pending, runs again
+        # the person at the robot is told why the same scene prompt comes back
+        assert attempt_note(store.attempts(record.id, first.trial_id)) == (
+            "attempt 2 of this trial: attempt 1 was aborted (server gone), not scored")
+        assert attempt_note(store.attempts(record.id, "another trial")) == ""
         assert store.commit_result(record.id, TrialResult(first.trial_id, Outcome.SUCCESS, "ok", steps=3))
         assert [a["path"] for a in store.artifacts(record.id, kind="level_image")] == [image]
         with pytest.raises(DuplicateResult, match="already has a result"):
@@ -175,6 +180,8 @@ def test_operator_labels_relabels_redos_and_skips_are_kept_as_history(toy):
                            details={**who, "label": "superseded"})
         assert store.commit_result(cid, redo) is False  # the trial runs again
         assert trials[0] in [t.trial_id for t in store.pending_trials(cid)]
+        assert attempt_note(store.attempts(cid, trials[0])) == (
+            "attempt 2 of this trial: attempt 1 was superseded (redo requested by ada)")
         label = TrialResult(trials[0], Outcome.FAILURE, "labelled failure by ada", 0.4, source=Source.OPERATOR,
                             details={**who, "note": "slipped"})
         assert store.commit_result(cid, label) is True

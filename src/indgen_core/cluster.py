@@ -9,7 +9,12 @@ task that ran twice (a retry after a worker died, a resubmission) can never be c
 Faults:
 - a worker that dies mid-trial: the task fails with KilledWorker (the scheduler is told not to
   retry it itself: `allowed-failures` 0), the driver records an aborted attempt and submits
-  the trial again, at most `max_attempts` times in one run;
+  the trial again, at most `max_attempts` times in one run; a trial that used them all, or
+  `max_consecutive_aborts` aborted attempts in a row, stops the run with one sentence (as in
+  process: runner.aborts_in_a_row);
+- a worker that cannot build the world or a policy (an unreadable checkpoint, a robot
+  mismatch: an IndGenError, which every trial would meet) stops the run at once with that
+  sentence, nothing committed for it, as the same campaign run in process does;
 - the driver killed: the store holds every result it committed; `resume --cluster` runs the
   rest (the cluster's tasks of the dead driver are cancelled with its client);
 - the scheduler gone: the run stops with one sentence; nothing committed is lost.
@@ -28,6 +33,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from indgen_core import campaign as campaign_mod
+from indgen_core import runner
 from indgen_core.errors import IndGenError, require
 from indgen_core.records import Outcome, TaskSetup, TrialResult
 from indgen_core.runner import Progress, RunSummary, completed_counts
@@ -64,10 +70,16 @@ def _executor(world: str, options_json: str, endpoints_json: str):
     return cache[key]
 
 
+#: TrialResult.details key of a worker's refusal: the run stops with its reason
+REFUSED = "worker_refused"
+
+
 def run_trial(world: str, options_json: str, endpoints_json: str, setup: TaskSetup) -> TrialResult:
     """One trial on a worker (the Dask task)."""
     try:
         return _executor(world, options_json, endpoints_json)(setup)
+    except IndGenError as exc:  # a refusal (a checkpoint, a robot mismatch): every trial would meet it
+        return TrialResult(setup.trial_id, Outcome.ABORTED, str(exc), details={REFUSED: True})
     except Exception as exc:  # a bug in a world must not take the campaign down: an aborted attempt
         return TrialResult(setup.trial_id, Outcome.ABORTED, f"worker error: {exc.__class__.__name__}: {exc}")
 
@@ -138,6 +150,7 @@ def run_campaign_cluster(
     world_options: dict[str, Any] | None = None,
     progress: Progress | None = None,
     max_attempts: int = 3,
+    max_consecutive_aborts: int = 5,
 ) -> RunSummary:
     """Run every pending trial of the campaign as tasks through `client`.
 
@@ -191,17 +204,28 @@ def run_campaign_cluster(
                 futures.add(future)
         return added
 
+    aborts = 0  # in a row, in the order results come back
+    given_up: list[TrialResult] = []  # trials that used all their attempts
     futures = as_completed(fill(None), loop=client.loop)
     try:
         for future in futures:
             trial = held.pop(future.key)
             result = _result_of(future, trial, client)
+            if result.details.get(REFUSED):
+                store.set_status(campaign_id, "stopped", result.reason)
+                raise IndGenError(result.reason)
             if store.commit_result(campaign_id, result):
                 summary.ran += 1
+                aborts = 0
             else:
                 summary.aborted_attempts += 1
+                aborts += 1
+                if max_consecutive_aborts and aborts >= max_consecutive_aborts:
+                    raise runner.aborts_in_a_row(store, campaign_id, aborts, result.reason)
                 if tries[trial.trial_id] < max_attempts:
                     queue.insert(0, trial)  # first in line again: the prefix waits for it
+                else:
+                    given_up.append(result)
             fill(futures)
             if progress is not None:
                 progress(total - len(store.pending_trials(campaign_id)), total, trial, result)
@@ -213,7 +237,15 @@ def run_campaign_cluster(
         for future in list(futures.futures):
             with contextlib.suppress(Exception):
                 future.cancel()
-    return _finish(store, record, summary)
+    summary = _finish(store, record, summary)
+    if given_up:
+        message = (
+            f"{len(given_up)} trial(s) aborted {max_attempts} times each, the last ({given_up[-1].trial_id}) "
+            f"because {given_up[-1].reason}; fix the cause and run `indgen campaign resume {campaign_id}`"
+        )
+        store.set_status(campaign_id, "waiting", message)
+        raise runner.TooManyAborts(f"campaign '{campaign_id}' stopped: {message}")
+    return summary
 
 
 def _finish(store: ResultsStore, record, summary: RunSummary) -> RunSummary:

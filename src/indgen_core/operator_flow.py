@@ -46,6 +46,16 @@ def change_since(previous: TaskSetup | None, setup: TaskSetup) -> str:
     return f"{how} (level {previous.level} -> {setup.level}): {', '.join(changes) or 'see the instruction'}"
 
 
+def attempt_note(attempts: list[dict]) -> str:
+    """Why the person sees a trial's scene prompt again, in one line ('' on its first attempt):
+    the same prompt coming back unexplained reads as the console being stuck."""
+    if not attempts:
+        return ""
+    last, n = attempts[-1], len(attempts)
+    scored = ", not scored" if last["outcome"] == Outcome.ABORTED.name.lower() else ""
+    return f"attempt {n + 1} of this trial: attempt {n} was {last['outcome']} ({last['reason']}){scored}"
+
+
 class OperatorFlow:
     def __init__(self, pm):
         self.pm = pm
@@ -92,8 +102,10 @@ class OperatorFlow:
         """None when the scene is ready; else the trial's result (skipped)."""
         reference = self.pm.store.level_image(setup.axis, setup.level) or ""
         text = setup.operator_instruction or f"Build the scene of level {setup.level}."
+        again = attempt_note(self.pm.store.attempts(self.pm.record.id, setup.trial_id))
+        detail = change_since(self.previous, setup)
         answer = self.ask(
-            operator.SETUP, setup, text, detail=change_since(self.previous, setup), reference_image=reference
+            operator.SETUP, setup, text, detail=f"{again}; {detail}" if again else detail, reference_image=reference
         )
         if answer is None:
             raise StopCampaign("stopped")

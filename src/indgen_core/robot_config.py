@@ -136,6 +136,8 @@ class ResetConfig(BaseModel):
     timeout_s: float = Field(default=20.0, gt=0)
     #: joint speeds (rad/s) under which the arm counts as at rest
     at_rest_speed: float = Field(default=0.05, gt=0)
+    #: how long (s) the arm must stay at the pose and at rest, without a break, to count as reset
+    settle_s: float = Field(default=0.3, ge=0, le=2.0)
 
     @field_validator("method", mode="before")
     @classmethod

@@ -41,6 +41,17 @@ class RunSummary:
     remaining: int = 0
 
 
+def aborts_in_a_row(store: ResultsStore, campaign_id: str, aborts: int, reason: str) -> TooManyAborts:
+    """The stop both runners (in process, on a cluster) make after too many aborted attempts
+    in a row: the cause is the system's (a server gone, a policy that cannot be built), and
+    retrying forever would only hide it. The campaign waits in the store for a resume."""
+    store.set_status(campaign_id, "waiting", f"{aborts} aborted attempts in a row: {reason}")
+    return TooManyAborts(
+        f"campaign '{campaign_id}' stopped after {aborts} aborted attempts in a row "
+        f"({reason}); fix the cause and run `indgen campaign resume {campaign_id}`"
+    )
+
+
 def completed_counts(store: ResultsStore, campaign_id: str) -> dict[tuple[str, int], tuple[int, int]]:
     """(policy, level) -> (scored trials, successes) over the longest completed prefix of the
     level's planned trials (by trial index): a trial finished out of order (on a cluster, a
@@ -147,11 +158,7 @@ def run_campaign(
             store.set_status(campaign_id, "waiting", message)
             raise TooManyAborts(f"campaign '{campaign_id}' stopped: {message}")
         if max_consecutive_aborts and aborts >= max_consecutive_aborts:
-            store.set_status(campaign_id, "waiting", f"{aborts} aborted attempts in a row: {result.reason}")
-            raise TooManyAborts(
-                f"campaign '{campaign_id}' stopped after {aborts} aborted attempts in a row "
-                f"({result.reason}); fix the cause and run `indgen campaign resume {campaign_id}`"
-            )
+            raise aborts_in_a_row(store, campaign_id, aborts, result.reason)
         delay = abort_backoff_s * min(2 ** (aborts - 1), 30)
         if on_wait is not None:
             on_wait(result.reason, delay)

@@ -9,7 +9,12 @@ The sequence, every step from the measured arm (motion.py):
 2. Hold and wait until the arm is at rest.
 3. Open the gripper (DROID's reset opens it before moving).
 4. One smooth segment to the reset pose (control.CommandGate.move_to), then verify: within
-   reset.tolerance of the pose and at rest, by fresh samples, within reset.timeout_s.
+   reset.tolerance of the pose and at rest, by fresh samples, for reset.settle_s without a
+   break (one quiet sample at the end of the segment proves nothing: the controller still
+   settles the arm, and it may move again), within reset.timeout_s.
+Before an episode starts the runner asks `settled()` again: the arm must still be at the pose
+and at rest for reset.settle_s (a person building the scene may have bumped it); it waits,
+holding, up to SETTLE_S for that, and the trial is aborted (re-run, never scored) if not.
 A fault, an e-stop or a stop request at any point ends the sequence with the arm holding and
 one sentence saying why; the trial is then not started.
 """
@@ -78,18 +83,27 @@ class ResetSequence:
         self.port = port
         self.sleep, self.clock = sleep, clock
 
-    def _wait(self, check: Callable[[], tuple[bool, str]], timeout: float, progress, should_stop) -> tuple[bool, str]:
+    def _wait(
+        self, check: Callable[[], tuple[bool, str]], timeout: float, progress, should_stop, dwell: float = 0.0
+    ) -> tuple[bool, str]:
+        """Until `check` holds for `dwell` seconds without a break, up to `timeout`."""
         deadline = self.clock() + timeout
         last = self.clock()
+        since: float | None = None
+        problem = ""
         while True:
             ok, message = check()
-            if ok:
-                return True, message
+            if not ok:
+                since, problem = None, message
+            else:
+                since = self.clock() if since is None else since
+                if self.clock() - since >= dwell:
+                    return True, message
             stop = should_stop()
             if stop:
                 return False, stop
             if self.clock() >= deadline:
-                return False, message
+                return False, problem or message
             if progress is not None and self.clock() - last > 0.5:
                 last = self.clock()
                 progress()
@@ -150,8 +164,22 @@ class ResetSequence:
                 should_stop()
                 or (None if arm.fresh() else "the arm's state went stale during the reset (a reflex or a fault)")
             ),
+            dwell=config.reset.settle_s,
         )
         if not ok:
             self.motion.hold()
             return False, f"reset not reached: {message}"
         return True, "at the reset pose"
+
+    def settled(
+        self, progress: Callable[[], None] | None = None, should_stop: Callable[[], str | None] = lambda: None
+    ) -> tuple[bool, str]:
+        """Whether the arm stays at the reset pose, at rest, for reset.settle_s (waiting up to
+        SETTLE_S; nothing is sent): the last check before an episode's first command."""
+        return self._wait(
+            lambda: at_pose(self.config, self.arm.fresh()),
+            max(SETTLE_S, self.config.reset.settle_s),
+            progress,
+            should_stop,
+            dwell=self.config.reset.settle_s,
+        )

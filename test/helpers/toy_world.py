@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from indgen_core.errors import IndGenError
 from indgen_core.policy import Policy
 from indgen_core.records import Outcome
 from indgen_core.specs import Spec, reply_array
@@ -86,9 +87,19 @@ class ToySpec(Spec):
 
 
 class Skilled(Policy):
+    """TOY_POLICY_REFUSED=SENTENCE: built, it refuses as a policy with an unreadable checkpoint
+    does (an IndGenError); TOY_INFER_CRASH=1: every inference raises (a bug in a policy)."""
+
     skill = 1.0
 
+    def __init__(self):
+        refused = os.environ.get("TOY_POLICY_REFUSED")
+        if refused:
+            raise IndGenError(refused)
+
     def infer(self, obs):
+        if os.environ.get("TOY_INFER_CRASH"):
+            raise RuntimeError("toy policy crashed")
         return {"actions": np.full((1, 1), self.skill)}
 
 

@@ -26,11 +26,14 @@ class TalliesMixin(StoreBase):
             args.append(trial_id)
         return [dict(r) for r in self._db.execute(q + " ORDER BY id", args)]
 
-    def attempts(self, campaign_id: str) -> list[dict[str, Any]]:
-        """Every recorded attempt of every trial, aborted ones included, in the order they came:
-        trial_id, outcome, reason."""
-        query = "SELECT trial_id, outcome, reason FROM attempts WHERE campaign_id=? ORDER BY id"
-        return [{"trial_id": t, "outcome": o, "reason": r} for t, o, r in self._db.execute(query, (campaign_id,))]
+    def attempts(self, campaign_id: str, trial_id: str | None = None) -> list[dict[str, Any]]:
+        """Every recorded attempt of every trial (or of one), aborted ones included, in the order
+        they came: trial_id, outcome, reason."""
+        q, args = "SELECT trial_id, outcome, reason FROM attempts WHERE campaign_id=?", [campaign_id]
+        if trial_id is not None:
+            q += " AND trial_id=?"
+            args.append(trial_id)
+        return [{"trial_id": t, "outcome": o, "reason": r} for t, o, r in self._db.execute(q + " ORDER BY id", args)]
 
     def attempt_count(self, campaign_id: str, trial_id: str) -> int:
         """How many results (aborted ones included) were recorded for a trial."""

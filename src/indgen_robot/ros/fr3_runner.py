@@ -369,7 +369,7 @@ class Fr3Runner(Node):
             ok, message = self.reset.run(progress=lambda: feedback("resetting", 0), should_stop=self._stop_reason)
             if not ok:
                 return TrialResult(setup.trial_id, Outcome.ABORTED, f"reset failed: {message}")
-        ok, message = at_pose(self.config, self.arm.fresh())
+        ok, message = self.reset.settled(progress=lambda: feedback("settling", 0), should_stop=self._stop_reason)
         if not ok:
             return TrialResult(setup.trial_id, Outcome.ABORTED, f"not starting: {message}")
         self.policy.trial_id = setup.trial_id
