@@ -16,8 +16,9 @@ the two arms, and a plot of both curves (`--out`/loop_scale.png).
     .venv/bin/python bench/twin_levels_loop.py --out artifacts/loop [--n 2] [--seeds 0,1,2] [--trials 20]
 
 Checkpoints already in --out are kept (delete one to retrain it), and so are finished campaigns.
-About 12 minutes a training on 2 cores, one at a time: two trainings side by side, each pinned to
-a core, took 43 minutes for the pair (the software renderer's threads fight over one core).
+A training took 38 minutes on the 2-core development machine on 2026-12-03 (12 the day before,
+not explained), one at a time: two side by side, each pinned to a core, are slower still (46 and
+49 minutes; the software renderer's threads fight over one core).
 """
 
 from __future__ import annotations

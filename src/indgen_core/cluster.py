@@ -25,6 +25,7 @@ with no dashboard: the same code path as a real cluster.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
 import threading
@@ -263,7 +264,9 @@ def _result_of(future, trial, client) -> TrialResult:
     except KilledWorker:
         return TrialResult(trial.trial_id, Outcome.ABORTED, "the worker running the trial died")
     except Exception as exc:
-        if client.status not in ("running", "connecting"):
+        # this driver cancels nothing while the run goes on: a cancelled task is the scheduler's
+        # connection lost ("scheduler-connection-lost"), seen before the client's status says so
+        if client.status not in ("running", "connecting") or isinstance(exc, concurrent.futures.CancelledError):
             raise ClusterError(
                 f"lost the Dask scheduler ({client.status}): the campaign stopped; every result "
                 "so far is in the store, and `indgen campaign resume ID --cluster ADDRESS` "
