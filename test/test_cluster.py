@@ -10,6 +10,8 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 import servers
@@ -33,12 +35,23 @@ class Cluster:
     """`dask scheduler` and `dask worker` processes on loopback, as on real machines."""
 
     def __init__(self, env, workers: int = 2):
-        self.port = servers.free_port()
-        self.address = f"tcp://127.0.0.1:{self.port}"
         self.env = dict(env, **DASK_ENV)
-        self.scheduler = subprocess.Popen([_bin("dask"), "scheduler", "--host", "127.0.0.1", "--port", str(self.port),
-                                           "--no-dashboard"], env=self.env, stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL)
+        for _ in range(3):
+            # a free port can be taken (by another test's Dask worker) before the scheduler binds
+            # it, which then exits and leaves the address to that worker: wait for the scheduler
+            # file, written once this scheduler listens, and take a new port if it died first
+            self.port = servers.free_port()
+            self.address = f"tcp://127.0.0.1:{self.port}"
+            ready = Path(tempfile.mkdtemp()) / "scheduler.json"
+            self.scheduler = subprocess.Popen([_bin("dask"), "scheduler", "--host", "127.0.0.1", "--port",
+                                               str(self.port), "--no-dashboard", "--scheduler-file", str(ready)],
+                                              env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            if wait_until(lambda r=ready: r.exists() or self.scheduler.poll() is not None, 60) and ready.exists():
+                break
+            self.scheduler.kill()
+            self.scheduler.wait()
+        else:
+            raise AssertionError("no Dask scheduler came up on a free port in three tries")
         self.workers = [self._worker() for _ in range(workers)]
         self.wait(workers)
 
