@@ -57,7 +57,10 @@ def test_commit_is_final_once_and_aborts_rerun(toy):
         assert attempt_note(store.attempts(record.id, first.trial_id)) == (
             "attempt 2 of this trial: attempt 1 was aborted (server gone), not scored")
         assert attempt_note(store.attempts(record.id, "another trial")) == ""
-        assert store.commit_result(record.id, TrialResult(first.trial_id, Outcome.SUCCESS, "ok", steps=3))
+        # the next attempt saved the level's image again (the world could not know the aborted
+        # one reached the store): one image
+        assert store.commit_result(record.id, TrialResult(first.trial_id, Outcome.SUCCESS, "ok", steps=3,
+                                                          artifacts=(image,)))
         assert [a["path"] for a in store.artifacts(record.id, kind="level_image")] == [image]
         with pytest.raises(DuplicateResult, match="already has a result"):
             store.commit_result(record.id, TrialResult(first.trial_id, Outcome.FAILURE, "late duplicate"))

@@ -43,13 +43,25 @@ class ResultsMixin(StoreBase):
             )
             if outcome is Outcome.SUPERSEDED:
                 self._label(db, campaign_id, result, "superseded", now)
-            # every attempt's files, an aborted one's too: a world saves a level's image once,
-            # with whichever attempt came first, and the video of an aborted attempt shows why
+            # every attempt's files, an aborted one's too: a world saves a level's image with
+            # whichever attempt came first (again after an aborted one: the same path, kept once),
+            # and the video of an aborted attempt shows why
             for path in result.artifacts:
                 db.execute(
                     "INSERT INTO artifacts (campaign_id, trial_id, level, kind, path, created_at) "
-                    "SELECT ?, ?, level, ?, ?, ? FROM trials WHERE campaign_id=? AND trial_id=?",
-                    (campaign_id, result.trial_id, _artifact_kind(path), path, now, campaign_id, result.trial_id),
+                    "SELECT ?, ?, level, ?, ?, ? FROM trials WHERE campaign_id=? AND trial_id=? AND NOT EXISTS "
+                    "(SELECT 1 FROM artifacts WHERE campaign_id=? AND path=?)",
+                    (
+                        campaign_id,
+                        result.trial_id,
+                        _artifact_kind(path),
+                        path,
+                        now,
+                        campaign_id,
+                        result.trial_id,
+                        campaign_id,
+                        path,
+                    ),
                 )
             if not outcome.final:
                 return False

@@ -281,10 +281,12 @@ class SimBridge(Node):
             goal_handle.canceled()
         else:
             goal_handle.succeed()
-            # the level's image counts as delivered with a result the progression manager takes;
-            # one that could not be saved, or that went with a cancelled goal (the manager gave up
-            # on the attempt: its files may never reach the store), is made again next attempt
-            self.imaged.update((setup.campaign_id, setup.level) for _ in images)
+            # the level's image counts as delivered with a final result the progression manager
+            # takes; one that could not be saved, or that went with a cancelled goal or an aborted
+            # attempt (the manager may have given up on it already, "moved on": its files never
+            # reach the store; CI saw a level left without its image so), is made again next attempt
+            if result.outcome is not Outcome.ABORTED:
+                self.imaged.update((setup.campaign_id, setup.level) for _ in images)
         return RunEpisode.Result(result=msg)
 
     def _save_level_image(self, setup) -> str | None:
