@@ -252,6 +252,8 @@ def test_the_pi05_stand_in_gets_exactly_pi05_droids_request_from_zed_sized_bgra8
 def test_killing_the_policy_server_mid_episode_holds_the_robot_and_the_trial_runs_again(tmp_path, ros_context):
     import signal
 
+    from indgen_robot.ros.policy_node import CONNECTION_POLL_S
+
     port = servers.free_port()
     server = servers.start_server("droid_twin_oracle", port)
     operator = ScriptedOperator(ros_context, labels=lambda prompt: "success")
@@ -277,7 +279,11 @@ def test_killing_the_policy_server_mid_episode_holds_the_robot_and_the_trial_run
         watch.until(lambda: holds_after() and rest_after(), 2.5)
         holds = holds_after()
         assert holds, watch.status
-        assert holds[0] - killed <= 0.1 + 1 / 15 + 0.1, f"first hold {holds[0] - killed:.3f} s after the kill"
+        # the policy node notices the closed socket within its poll, the runner's tick wait wakes
+        # on that status at once, a tick that had not begun yet begins within a period; plus
+        # three DDS hops between processes on a loaded machine
+        bound = CONNECTION_POLL_S + 1 / 15 + 0.15
+        assert holds[0] - killed <= bound, f"first hold {holds[0] - killed:.3f} s after the kill (bound {bound:.3f})"
         rest = rest_after()
         assert rest and rest[0] - killed < 1.5, (moving, watch.speeds[-20:])
         print(f"first hold {holds[0] - killed:.3f} s after the kill; arm at rest {rest[0] - killed:.3f} s after it")

@@ -153,10 +153,11 @@ class Session:
         return send.result()
 
     def result(self, handle, timeout=120):
+        from indgen_core.ros.base import wait_result
 
-        result = handle.get_result_async()
-        assert wait_until(result.done, timeout), "the episode did not end"
-        return messages.result_from_msg(result.result().result.result), result.result().status
+        response = wait_result(handle, timeout)
+        assert response is not None, f"the episode did not end (goal status {handle.status})"
+        return messages.result_from_msg(response.result.result), response.status
 
     def run(self, name, steps, behaviour, during=None):
         handle = self.start(name, steps, behaviour)

@@ -9,7 +9,25 @@ pytestmark = pytest.mark.ros
 rclpy = pytest.importorskip("rclpy")
 
 import msg_samples  # noqa: E402
-from ros_helpers import call_with_retry, spin_until, start_peer, stop_peer  # noqa: E402
+from ros_helpers import call_with_retry, spin_until, spinning, start_peer, stop_peer  # noqa: E402
+
+
+class LosesTheFirstResultAnswer:
+    """A goal handle whose first result request is never answered (lost on the wire); the
+    requests after it go to the real server."""
+
+    def __init__(self, handle):
+        self.handle, self.asked = handle, 0
+
+    @property
+    def status(self):
+        return self.handle.status
+
+    def get_result_async(self):
+        from rclpy.task import Future
+
+        self.asked += 1
+        return Future() if self.asked == 1 else self.handle.get_result_async()
 
 
 def test_every_interface_has_its_documented_constants_and_fields():
@@ -90,6 +108,7 @@ def test_operator_ack_service_across_processes(ros_context):
 def test_run_episode_action_with_feedback_across_processes(ros_context):
     from rclpy.action import ActionClient
 
+    from indgen_core.ros.base import wait_result
     from indgen_msgs.action import RunEpisode
     from indgen_msgs.msg import EpisodeResult, ParameterValue, TaskSetup
 
@@ -109,6 +128,13 @@ def test_run_episode_action_with_feedback_across_processes(ros_context):
         result_future = handle.get_result_async()
         assert spin_until(node, result_future.done, timeout=10)
         result = result_future.result().result.result
+        # a result request or its answer lost on the wire (rclpy asks once): once the goal's
+        # status says it finished, wait_result asks again, and the server answers from the
+        # result it keeps
+        lossy = LosesTheFirstResultAnswer(handle)
+        with spinning(node):
+            again = wait_result(lossy, 10, ask_again_s=0.5)
+        assert again is not None and lossy.asked == 2 and again.result.result == result
     finally:
         stop_peer(peer)
         node.destroy_node()

@@ -41,6 +41,12 @@ class AnswerSlot:
             self._cond.notify_all()
             return True
 
+    def wake(self) -> None:
+        """Something the waiting thread's `should_abort` reads has changed (the policy node
+        reported itself lost): it checks now, not at its next poll."""
+        with self._cond:
+            self._cond.notify_all()
+
     def ask(self, key: Hashable, value: Any) -> bool:
         """Something more of the expected tick is asked for; True when it is for that tick (the
         waiting thread serves it), False when it is for another (ignored)."""

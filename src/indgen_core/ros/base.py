@@ -245,6 +245,40 @@ def wait_future(future, timeout: float, *, stop=None, poll: float = 0.005) -> bo
     return wait_until(future.done, timeout, poll=poll, stop=stop)
 
 
+#: GoalStatus SUCCEEDED, CANCELED, ABORTED: the server has the goal's result
+_FINISHED = (4, 5, 6)
+
+
+def wait_result(handle, timeout: float, *, stop=None, ask_again_s: float = 2.0):
+    """The result response of an accepted goal (rclpy's ClientGoalHandle), or None when none
+    came within `timeout` seconds or `stop` said stop first.
+
+    rclpy asks for a result once. Its request or the response can be lost (seen on a loaded
+    machine: the goal's status said SUCCEEDED and no result came in 10 s, or ever), and the
+    caller would then wait out its whole timeout and take a finished trial for a lost one. Once
+    the status topic says the goal finished and no result has come for `ask_again_s`, the
+    result is asked for again: the server answers a request for a finished goal at once from
+    the result it keeps (rclpy's ActionServer, result_timeout)."""
+    futures = [handle.get_result_async()]
+    asked: dict[str, float | None] = {"at": None}  # when the latest request went out after the goal finished
+
+    def answered() -> bool:
+        if any(f.done() for f in futures):
+            return True
+        if handle.status in _FINISHED:
+            now = time.monotonic()
+            if asked["at"] is None:
+                asked["at"] = now
+            elif now - asked["at"] >= ask_again_s:
+                futures.append(handle.get_result_async())
+                asked["at"] = now
+        return False
+
+    if not wait_until(answered, timeout, poll=0.005, stop=stop):
+        return None
+    return next(f.result() for f in futures if f.done())
+
+
 def wait_server(client, timeout: float, *, stop=None, poll: float = 0.05) -> bool:
     """True once the server of `client` (a service client or an action client) is there;
     False when `timeout` seconds pass or `stop` says stop first."""

@@ -15,7 +15,7 @@ from indgen_core import messages, topics
 from indgen_core.records import Outcome, TrialResult
 from indgen_core.records import TaskSetup as SetupRecord
 from indgen_core.ros import convert
-from indgen_core.ros.base import wait_future, wait_server
+from indgen_core.ros.base import wait_future, wait_result, wait_server
 from indgen_core.waiting import wait_until
 from indgen_msgs.action import RunEpisode
 from indgen_msgs.msg import CampaignStatus
@@ -69,13 +69,13 @@ class WorldLink:
             return aborted("the world rejected the episode goal (busy with another trial)")
         self.goal = handle
         self.last_feedback = time.monotonic()
-        result_future = handle.get_result_async()
         silence = self.p.world_silence_s
 
         def silent() -> bool:
             return silence > 0 and time.monotonic() - self.last_feedback > silence
 
-        if not wait_future(result_future, self.p.episode_timeout_s, stop=lambda: self._stop.is_set() or silent()):
+        response = wait_result(handle, self.p.episode_timeout_s, stop=lambda: self._stop.is_set() or silent())
+        if response is None:
             handle.cancel_goal_async()
             self.goal = None
             limit = self.p.episode_timeout_s
@@ -85,7 +85,6 @@ class WorldLink:
                 return aborted(f"the world went silent mid-episode (no feedback for {silence:g} s)")
             return aborted(f"world did not finish within {limit} s")
         self.goal = None
-        response = result_future.result()
         result = messages.result_from_msg(response.result.result)
         if result.trial_id != setup.trial_id:
             return aborted(f"the world answered for trial '{result.trial_id}'")

@@ -116,7 +116,7 @@ class Fr3Runner(Node):
         subscribe(self.io, JointState, c.gripper.state_topic, self._on_gripper, SENSOR)
         subscribe(self.io, Float64MultiArray, topics.ARM_VELOCITY_COMMAND, self._command("arm"), LOCKSTEP)
         subscribe(self.io, Float64MultiArray, topics.GRIPPER_COMMAND, self._command("gripper"), LOCKSTEP)
-        subscribe(self.io, PolicyStatus, topics.POLICY_STATUS, self.watch.on_policy_status, LATCHED)
+        subscribe(self.io, PolicyStatus, topics.POLICY_STATUS, self._on_policy_status, LATCHED)
         subscribe(self.io, TaskSetup, topics.TASK_SETUP, self.watch.on_setup, LATCHED)
         subscribe_any(self.io, Bool, topics.ESTOP, self._on_estop_msg)
         self.robot_report = RobotReport(self.io, c.arm.robot_state_topic, SENSOR)
@@ -163,6 +163,10 @@ class Fr3Runner(Node):
             self.policy.slot.offer(msg.layout.data_offset, np.array(msg.data, dtype=np.float64), part)
 
         return take
+
+    def _on_policy_status(self, msg: PolicyStatus) -> None:
+        self.watch.on_policy_status(msg)
+        self.policy.slot.wake()  # a lost policy ends the tick's wait now: the arm holds in this tick
 
     def _on_estop_msg(self, msg: Bool, info) -> None:
         """Engaging always holds at once; a release counts only when it was sent after the

@@ -34,6 +34,8 @@ from indgen_robot.node_interfaces import POLICY_NODE_ENDPOINTS
 from indgen_robot.node_interfaces import PolicyNodeParameters as Parameters
 from indgen_robot.ros.policy_io import POLICY_IO, Tick
 
+#: how often the node looks whether the server's connection is still open (between requests)
+CONNECTION_POLL_S = 0.05
 #: the task a warm-up request names (never a trial)
 WARMUP_SETUP = SetupRecord.blank(trial_id="warm-up", in_distribution=True, language_instruction="warm up")
 #: requests carry the images: a short queue, so a slow recorder cannot pile them up here
@@ -78,9 +80,9 @@ class PolicyNode(Node):
         # the status is repeated every second, so a subscriber that saw a stale sample (or a
         # policy node that died) is noticed within a second
         self.create_timer(1.0, self._heartbeat)
-        # a server that dies between two requests (mid-chunk) is noticed within 0.1 s, so the
-        # world holds at once instead of running out the chunk
-        self.create_timer(0.1, self._watch_connection)
+        # a server that dies between two requests (mid-chunk) is noticed within
+        # CONNECTION_POLL_S, so the world holds at once instead of running out the chunk
+        self.create_timer(CONNECTION_POLL_S, self._watch_connection)
         self._last_status = (False, "connecting", None)
         self._skip_warmup = False
         threading.Thread(target=self._connect_loop, name="connect", daemon=True).start()

@@ -21,7 +21,7 @@ from std_srvs.srv import Trigger
 
 from indgen_core.errors import IndGenError
 from indgen_core.robot_config import RobotConfig
-from indgen_core.ros.base import ActionClient, wait_future, wait_server
+from indgen_core.ros.base import ActionClient, wait_future, wait_result, wait_server
 from indgen_robot.safety import Recovery
 
 STAND_IN = "/indgen/sim/stand_in"
@@ -97,8 +97,8 @@ class FrankaRecovery:
         sent = self.action.send_goal_async(error_recovery.Goal())
         if not wait_future(sent, r.timeout_s) or not sent.result().accepted:
             return Recovery(False, "the error recovery goal was not accepted")
-        result = sent.result().get_result_async()
-        if not wait_future(result, r.timeout_s) or result.result().status != 4:  # GoalStatus.STATUS_SUCCEEDED
+        result = wait_result(sent.result(), r.timeout_s)
+        if result is None or result.status != 4:  # GoalStatus.STATUS_SUCCEEDED
             return Recovery(
                 False, "error recovery did not succeed (is the arm still in contact, or the user stop pressed?)"
             )
