@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import rclpy
+from action_msgs.msg import GoalStatus
 from rclpy.action import ActionClient as RclpyActionClient
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
@@ -245,8 +246,8 @@ def wait_future(future, timeout: float, *, stop=None, poll: float = 0.005) -> bo
     return wait_until(future.done, timeout, poll=poll, stop=stop)
 
 
-#: GoalStatus SUCCEEDED, CANCELED, ABORTED: the server has the goal's result
-_FINISHED = (4, 5, 6)
+#: the goal ended: the server has its result
+_FINISHED = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_CANCELED, GoalStatus.STATUS_ABORTED)
 
 
 def wait_result(handle, timeout: float, *, stop=None, ask_again_s: float = 2.0):
@@ -260,18 +261,19 @@ def wait_result(handle, timeout: float, *, stop=None, ask_again_s: float = 2.0):
     result is asked for again: the server answers a request for a finished goal at once from
     the result it keeps (rclpy's ActionServer, result_timeout)."""
     futures = [handle.get_result_async()]
-    asked: dict[str, float | None] = {"at": None}  # when the latest request went out after the goal finished
+    asked_at: float | None = None  # when the latest request went out after the goal finished
 
     def answered() -> bool:
+        nonlocal asked_at
         if any(f.done() for f in futures):
             return True
         if handle.status in _FINISHED:
             now = time.monotonic()
-            if asked["at"] is None:
-                asked["at"] = now
-            elif now - asked["at"] >= ask_again_s:
+            if asked_at is None:
+                asked_at = now
+            elif now - asked_at >= ask_again_s:
                 futures.append(handle.get_result_async())
-                asked["at"] = now
+                asked_at = now
         return False
 
     if not wait_until(answered, timeout, poll=0.005, stop=stop):
