@@ -49,22 +49,26 @@ _stop = procs.stop
 class FakePolicy:
     """Answers every ControlTick like the policy node would (IndGen's command topics, the
     tick's sequence in layout.data_offset); `behaviour(tick)` says what to send: a name below
-    or a DROID velocity."""
+    or a DROID velocity. Its status, like the policy node's, names the trial of the latest
+    task setup (the runner starts an episode once the policy is connected for its trial)."""
 
     def __init__(self, node):
         from std_msgs.msg import Float64MultiArray
 
         from indgen_core.ros import fr3
         from indgen_core.ros.base import LATCHED, LOCKSTEP
-        from indgen_msgs.msg import ControlTick, PolicyStatus
+        from indgen_msgs.msg import ControlTick, PolicyStatus, TaskSetup
 
         self.fr3 = fr3
         self.arm = node.create_publisher(Float64MultiArray, topics.ARM_VELOCITY_COMMAND, LOCKSTEP)
         self.gripper = node.create_publisher(Float64MultiArray, topics.GRIPPER_COMMAND, LOCKSTEP)
         self.status = node.create_publisher(PolicyStatus, topics.POLICY_STATUS, LATCHED)
-        self.status.publish(PolicyStatus(connected=True, message="connected"))
+        self.trial = ""
+        self.say = lambda: self.status.publish(PolicyStatus(connected=True, trial_id=self.trial, message="connected"))
+        self.say()
         # the policy node's heartbeat: the world takes silence for a dead policy node
-        node.create_timer(1.0, lambda: self.status.publish(PolicyStatus(connected=True, message="connected")))
+        node.create_timer(1.0, self.say)
+        node.create_subscription(TaskSetup, topics.TASK_SETUP, self._on_setup, LATCHED)
         node.create_subscription(ControlTick, topics.CONTROL_TICK, self._on_tick, LOCKSTEP)
         self.behaviour = lambda tick: "still"
         self.ticks = []
@@ -72,6 +76,10 @@ class FakePolicy:
     def send(self, velocity, sequence, gripper=0.0):
         self.arm.publish(self.fr3.arm_command(velocity, sequence))
         self.gripper.publish(self.fr3.gripper_command(gripper, sequence))
+
+    def _on_setup(self, msg):
+        self.trial = msg.trial_id
+        self.say()
 
     def _on_tick(self, tick):
         self.ticks.append((time.monotonic(), tick))
@@ -109,9 +117,11 @@ class Session:
 
         from indgen_core.ros.base import LATCHED, LOCKSTEP
         from indgen_msgs.action import RunEpisode
+        from indgen_msgs.msg import TaskSetup
         from indgen_msgs.srv import PrepareTrial
 
         self.node, self.stand_in = node, stand_in
+        self.setup_pub = node.create_publisher(TaskSetup, topics.TASK_SETUP, LATCHED)
         self.policy = FakePolicy(node)
         self.joints, self.merged, self.status = [], [], {}
         node.create_subscription(JointState, CONFIG.arm.state_topic,
@@ -141,12 +151,13 @@ class Session:
     def start(self, name, steps, behaviour, prepare=True):
         from indgen_core.ros import convert
 
+        stamp = self.node.get_clock().now().to_msg()
+        self.setup_pub.publish(convert.setup_to_msg(self.setup(name, steps), stamp))  # as the manager does
         if prepare:
             answer = self.prepare(name, steps)
             assert answer.ready, answer.message
         self.policy.behaviour = behaviour
-        goal = self.RunEpisode.Goal(setup=convert.setup_to_msg(self.setup(name, steps),
-                                                               self.node.get_clock().now().to_msg()))
+        goal = self.RunEpisode.Goal(setup=convert.setup_to_msg(self.setup(name, steps), stamp))
         assert wait_until(self.episodes.server_is_ready, 30)
         send = self.episodes.send_goal_async(goal)
         assert wait_until(send.done, 10) and send.result().accepted
@@ -416,7 +427,9 @@ def test_frozen_camera_no_command_from_a_stale_frame(tmp_path, ros_context):
             tick(step)
             spin_until(node, lambda: False, PERIOD)
 
+    routes = node.create_publisher(String, topics.POLICY_ROUTES, LATCHED)
     try:
+        routes.publish(String(data="{}"))  # as the progression manager does: no policy routed elsewhere
         setup_pub.publish(setup_to_msg(setup, node.get_clock().now().to_msg()))
         assert spin_until(node, lambda: ticks.get_subscription_count() > 0, 60), policy.output()
         wait_until(lambda: run(1) or commands, 60, poll=0)  # ticks until the policy node answers one

@@ -7,6 +7,11 @@ the connection is lost the node stops commanding at once (nothing is sent from a
 garbled reply), reports it on /indgen/policy_status, and reconnects in the background with
 exponential backoff.
 
+Every status names the trial whose task setup the node took last, and says connected only
+when the node is connected to that trial's server: the progression manager routes policies to
+servers (/indgen/policy_routes), so before the routes are heard no trial is served (a world
+starts a trial's episode on that status: world_watch.py).
+
 Parameters and endpoints: indgen_robot/node_interfaces.py (docs/reference/nodes.md)."""
 
 from __future__ import annotations
@@ -58,8 +63,15 @@ class PolicyNode(Node):
             raise registry.UnknownName(f"spec '{self.p.spec}' has no policy-side topic adapter")
         self._api_key = read_api_key(self.p.api_key_file or None)
         self.client = self._client_for(self.p.server_uri)
-        self.routes: dict[str, str] = {}
+        # which server serves which policy, from the progression manager (None: not heard yet,
+        # and no trial is served before: its policy may be routed elsewhere)
+        self.routes: dict[str, str] | None = None
         self._policy = ""  # the policy of the latest setup, as the setups name it
+        self._trial = ""  # the trial of the latest setup: every status names it (world_watch.py)
+        # one lock over which server is wanted, whether it is connected and what the status says,
+        # so that the connect thread, the inference thread and the executor (setups, heartbeat)
+        # never publish a status that an older one overtakes
+        self._state = threading.RLock()
         self.status_pub = self.create_publisher(PolicyStatus, topics.POLICY_STATUS, LATCHED)
         self.exchange_pub = (
             self.create_publisher(PolicyExchange, topics.POLICY_EXCHANGE, EXCHANGES)
@@ -99,23 +111,31 @@ class PolicyNode(Node):
 
     def _on_routes(self, msg: String) -> None:
         try:
-            self.routes = routes.parse_routes(msg.data)
+            parsed = routes.parse_routes(msg.data)
         except ValueError as exc:
             self.get_logger().error(f"{exc}; keeping the routes I had")
             return
-        self._follow(self._policy)
+        with self._state:
+            self.routes = parsed
+            self._follow(self._policy)
 
     def _follow(self, policy: str) -> None:
         """Talk to the server of `policy`: a switch drops the connection (nothing is commanded
-        until the new server is connected and warmed up) and the connect loop takes the new one."""
-        self._policy = policy
-        wanted = self._client_for(self.routes.get(policy, self.p.server_uri))
-        if wanted.uri == self.client.uri:
-            return
-        old, self.client = self.client, wanted
-        self._connected.clear()
-        self._chunk = None
-        self._status(False, "switching policy server for the next trial")
+        until the new server is connected and warmed up) and the connect loop takes the new one.
+        Without a switch the status is said again, now naming the latest trial."""
+        with self._state:
+            self._policy = policy
+            if self.routes is None:  # the routes and a setup can come together (one discovery): wait
+                self._status(*self._last_status)
+                return
+            wanted = self._client_for(self.routes.get(policy, self.p.server_uri))
+            if wanted.uri == self.client.uri:
+                self._status(*self._last_status)
+                return
+            old, self.client = self.client, wanted
+            self._connected.clear()
+            self._chunk = None
+            self._status(False, "switching policy server for the next trial")
         old.close()
 
     def _connect_loop(self) -> None:
@@ -137,17 +157,20 @@ class PolicyNode(Node):
             try:
                 warmed = self._warm_up(client)
             except PolicyUnavailable as exc:
+                if client is not self.client:  # switched during the warm-up: it closed that client
+                    continue
                 self._skip_warmup = True  # a server that refuses a warm-up gets none after a reconnect
                 self.get_logger().warning(
                     f"the warm-up request failed ({exc}); reconnecting without one: the first "
                     "trial's first request may take long"
                 )
                 continue
-            if client is not self.client:  # switched while connecting: that server is not wanted now
-                client.close()
-                continue
-            self._connected.set()
-            self._status(True, "connected", metadata)
+            with self._state:
+                if client is not self.client:  # switched while connecting: that server is not wanted now
+                    client.close()
+                    continue
+                self._connected.set()
+                self._status(True, "connected", metadata)
             self.get_logger().info(f"connected to {client.uri}{warmed}")
 
     def _warm_up(self, client: RemotePolicy) -> str:
@@ -158,41 +181,57 @@ class PolicyNode(Node):
         obs = None if self._skip_warmup else self.spec.warmup_observation(getattr(self.io, "cameras", []))
         if obs is None:
             return ""
-        self._status(False, "warming up the policy server (its first request compiles)")
+        with self._state:
+            if client is self.client:
+                self._status(False, "warming up the policy server (its first request compiles)")
         request = self.spec.request(obs, WARMUP_SETUP, 0)
         request[WARMUP_KEY] = True
         started = time.monotonic()
         client.infer(request, timeout=self.p.warmup_timeout_s)
         return f"; warm-up answered in {time.monotonic() - started:.1f} s"
 
-    def _lost(self, reason: str) -> None:
-        self._connected.clear()
-        self._chunk = None
-        self._status(False, reason)
+    def _lost(self, client: RemotePolicy, reason: str) -> None:
+        with self._state:
+            if client is not self.client:  # a server left behind by a switch: not this trial's loss
+                return
+            self._connected.clear()
+            self._chunk = None
+            self._status(False, reason)
         self.get_logger().error(f"{reason}; commanding stopped, reconnecting")
 
     def _watch_connection(self) -> None:
-        if self._connected.is_set() and not self.client.alive():
-            self._lost(f"the policy server at {self.client.uri} closed the connection")
+        client = self.client
+        if self._connected.is_set() and not client.alive():
+            self._lost(client, f"the policy server at {client.uri} closed the connection")
 
     def _heartbeat(self) -> None:
-        self._status(*self._last_status)
+        with self._state:
+            self._status(*self._last_status)
 
     def _status(self, connected: bool, message: str, metadata=None) -> None:
-        self._last_status = (connected, message, metadata)
-        self.status_pub.publish(
-            PolicyStatus(
-                connected=connected,
-                server_uri=self.client.uri,
-                message=message,
-                metadata_json=json.dumps(metadata or {}, default=str),
+        with self._state:
+            self._last_status = (connected, message, metadata)
+            if connected and self.routes is None:
+                connected, message = False, f"{message}; waiting for the policy routes on {topics.POLICY_ROUTES}"
+            self.status_pub.publish(
+                PolicyStatus(
+                    connected=connected,
+                    server_uri=self.client.uri,
+                    trial_id=self._trial,
+                    message=message,
+                    metadata_json=json.dumps(metadata or {}, default=str),
+                )
             )
-        )
 
     # -- observations in, commands out ------------------------------------------------------------
     def _on_setup(self, msg: TaskSetup) -> None:
-        self.setups[msg.trial_id] = messages.setup_from_msg(msg)
-        self._follow(msg.policy)
+        setup = messages.setup_from_msg(msg)
+        with self._state:
+            self._trial = msg.trial_id
+            self._follow(msg.policy)
+        # stored after the switch: a tick of this trial that waits for its setup finds the
+        # connection already dropped when the setup names another server
+        self.setups[msg.trial_id] = setup
         if len(self.setups) > 64:
             self.setups.pop(next(iter(self.setups)))
         stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec)
@@ -217,15 +256,16 @@ class PolicyNode(Node):
                 tick = self._ticks.get(timeout=0.1)
             except queue.Empty:
                 continue
-            if not self._connected.wait(self.p.connect_timeout_s):
-                continue  # no policy, no command: the world's watchdog / the bridge handles it
             setup = self._setup_of(tick.trial_id)
             if setup is None:
                 continue
+            client = self._serving_client()
+            if client is None:
+                continue  # no policy, no command: the world's watchdog / the bridge handles it
             try:
-                action = self._action_for(tick, setup)
+                action = self._action_for(client, tick, setup)
             except PolicyUnavailable as exc:
-                self._lost(str(exc))
+                self._lost(client, str(exc))
                 continue
             except BadAction as exc:
                 self.get_logger().error(f"{tick.trial_id} step {tick.step}: {exc}; no command sent")
@@ -238,6 +278,20 @@ class PolicyNode(Node):
                 continue
             self.io.send(tick, action)
 
+    def _serving_client(self) -> RemotePolicy | None:
+        """The client of the latest trial's server, once the routes are known and it is
+        connected (None after connect_timeout_s)."""
+        ready: list[RemotePolicy] = []
+
+        def serving() -> bool:
+            with self._state:
+                if self.routes is not None and self._connected.is_set():
+                    ready.append(self.client)
+            return bool(ready)
+
+        wait_until(serving, self.p.connect_timeout_s, poll=0.01, stop=self._stop)
+        return ready[0] if ready else None
+
     def _setup_of(self, trial_id: str):
         """The task setup of `trial_id`; a tick that came before it waits for it up to 2 s."""
         setup = self.setups.get(trial_id)
@@ -247,20 +301,20 @@ class PolicyNode(Node):
             setup = self.setups.get(trial_id)
         return setup
 
-    def _action_for(self, tick: Tick, setup) -> dict:
+    def _action_for(self, client: RemotePolicy, tick: Tick, setup) -> dict:
         chunk = self._chunk
         if chunk and chunk[0] == tick.trial_id and tick.step and 0 <= tick.step - chunk[1] < len(chunk[2]):
             return chunk[2][tick.step - chunk[1]]
         if tick.step == 0:
-            self.client.reset()
-        actions = self.spec.actions(self.client.infer(self.spec.request(tick.obs, setup, tick.step)))
+            client.reset()
+        actions = self.spec.actions(client.infer(self.spec.request(tick.obs, setup, tick.step)))
         self.requests += 1
         self._chunk = (tick.trial_id, tick.step, actions[: self.spec.horizon])
-        self._publish_exchange(tick)
+        self._publish_exchange(client, tick)
         return actions[0]
 
-    def _publish_exchange(self, tick: Tick) -> None:
-        exchange = self.client.last_exchange
+    def _publish_exchange(self, client: RemotePolicy, tick: Tick) -> None:
+        exchange = client.last_exchange
         if self.exchange_pub is None or exchange is None:
             return
         msg = PolicyExchange(

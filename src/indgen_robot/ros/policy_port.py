@@ -24,12 +24,7 @@ class RosPolicyPort:
         self.trial_id = ""
 
     def ready(self) -> str | None:
-        watch = self.runner.watch
-        if not watch.status_at:
-            return "no status from the policy node yet"
-        if watch.policy_lost:
-            return f"the policy node reports: {watch.policy_lost}"
-        return None
+        return self.runner.watch.waiting()
 
     def publish_tick(self, step: int) -> None:
         self.sequence = (self.sequence + 1) % 2**32
