@@ -2,11 +2,11 @@
 # The suite as `make test` and `make test-fast` run it, in two groups:
 #   - everything but the `realtime` cases on TEST_WORKERS pytest-xdist workers (default 3), a
 #     test module per worker at a time (module fixtures built once);
-#   - then the `realtime` cases (a 15 Hz robot loop, a person at a terminal, kill -9 timing),
-#     one at a time with the machine to themselves, as a real cell would run them.
-# TEST_TOGETHER=1 runs the two groups at once, the parallel one under `nice -n 19`: about 4
-# minutes faster on 2 cores, but the wall-clock-bound cases then fail now and then (a starved
-# 15 Hz loop, stale camera frames): for a machine with cores to spare, not for CI here.
+#   - the `realtime` cases (a 15 Hz robot loop, a person at a terminal, kill -9 timing), one at
+#     a time at full priority, as a real cell would run them.
+# By default the two groups run at once, the parallel one at the lowest priority (its CPU share
+# given up whenever a wall-clock-bound case wants it: scripts/low-priority.py); TEST_TOGETHER=0
+# runs them one after the other (a few minutes longer on 2 cores).
 #   scripts/run-tests.sh [pytest args]        TEST_MARKS='not slow' selects within both groups
 # Exit status: the first failing group's; 5 (nothing collected) only when neither selected
 # anything.
@@ -14,20 +14,24 @@ set -u
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-.venv/bin/python}
 WORKERS=${TEST_WORKERS:-3}
+TOGETHER=${TEST_TOGETHER:-1}
 MARKS=${TEST_MARKS:-}
 scope() { if [ -n "$MARKS" ]; then echo "($MARKS) and $1"; else echo "$1"; fi; }
 mkdir -p build
 LOG=build/test-realtime.log
 
-if [ "${TEST_TOGETHER:-0}" = 1 ]; then
-  "$PYTHON" -m pytest -p no:xdist -m "$(scope realtime)" "$@" > "$LOG" 2>&1 &
-  realtime_pid=$!
-  trap 'kill "$realtime_pid" 2>/dev/null' INT TERM
-  nice -n 19 "$PYTHON" -m pytest -n "$WORKERS" --dist loadscope -m "$(scope 'not realtime')" "$@"
-  parallel=$?
-  echo "== waiting for the wall-clock-bound cases ($LOG) =="
-  wait "$realtime_pid"
+if [ "$TOGETHER" = 1 ]; then
+  # the parallel group at the lowest priority, in a session of its own (scripts/low-priority.py
+  # says why both are needed)
+  "$PYTHON" scripts/low-priority.py "$PYTHON" -m pytest -n "$WORKERS" --dist loadscope \
+    -m "$(scope 'not realtime')" "$@" &
+  parallel_pid=$!
+  trap 'kill -INT -- -"$parallel_pid" 2>/dev/null' INT TERM
+  "$PYTHON" -m pytest -p no:xdist -m "$(scope realtime)" "$@" > "$LOG" 2>&1
   alone=$?
+  wait "$parallel_pid"
+  parallel=$?
+  echo "== the wall-clock-bound cases, run beside the others at full priority ($LOG) =="
   cat "$LOG"
 else
   "$PYTHON" -m pytest -n "$WORKERS" --dist loadscope -m "$(scope 'not realtime')" "$@"

@@ -113,3 +113,17 @@ def ros_context(ros_isolation):
 @pytest.fixture
 def repo() -> Path:
     return REPO
+
+
+#: the test modules that take longest (make test's --durations, 2026-12-04), longest first. Under
+#: `--dist loadscope` a worker takes the next module when it finishes one, in collection order:
+#: started first, the long ones run beside the many short ones instead of one of them being left
+#: alone at the end while the other workers idle.
+LONGEST_FIRST = ["test_blockenv_models", "test_twin_vision", "test_cluster", "test_libero", "test_dataset_export",
+                 "test_libero_graph", "test_twin_graph", "test_ros_native", "test_fuzz_graph", "test_docs",
+                 "test_campaign_cli", "test_blind", "test_graph_e2e", "test_twin"]
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.stem, len(rank)))  # stable: the rest keep their order

@@ -388,6 +388,7 @@ def test_frozen_camera_no_command_from_a_stale_frame(tmp_path, ros_context):
     arrival never notices; by its header stamp the frame is stale after image_max_age_s, and
     from then on no tick gets a command, until the camera is back."""
     import servers
+    from sensor_msgs.msg import Image
     from std_msgs.msg import Float64MultiArray, String
 
     from indgen_core.records import TaskSetup
@@ -413,13 +414,20 @@ def test_frozen_camera_no_command_from_a_stale_frame(tmp_path, ros_context):
     setup = TaskSetup(campaign_id="c", trial_id="t", world="fr3", axis="stack", level=0, in_distribution=True,
                       parameters=(), trial_index=0, seed=1, policy="p", language_instruction="stack the blocks")
     sent: dict[int, float] = {}
+    sent_stamp: dict[int, int] = {}  # each tick's header stamp (ns), the clock frames are stamped by
+    frame_stamps: list[int] = []
+    node.create_subscription(Image, CONFIG.cameras["exterior_1"],
+                             lambda m: frame_stamps.append(m.header.stamp.sec * 10**9 + m.header.stamp.nanosec),
+                             10)
     sequence = [0]
 
     def tick(step):
         sequence[0] += 1
         msg = ControlTick(trial_id="t", step=step, sequence=sequence[0], wall_clock=True)
-        msg.header.stamp = node.get_clock().now().to_msg()
+        now = node.get_clock().now()
+        msg.header.stamp = now.to_msg()
         sent[sequence[0]] = time.monotonic()
+        sent_stamp[sequence[0]] = now.nanoseconds
         ticks.publish(msg)
 
     def run(steps, start=0):
@@ -441,10 +449,13 @@ def test_frozen_camera_no_command_from_a_stale_frame(tmp_path, ros_context):
         # matched them is lost, and the frames stay fresh (a slow discovery once failed here)
         assert spin_until(node, lambda: inject.get_subscription_count() >= 2, 30), "the cameras never subscribed"
         inject.publish(String(data=json.dumps({"camera": "exterior_1", "freeze": "repeat"})))
-        frozen = time.monotonic()
         run(30, start=17)
-        stale_after = frozen + CONFIG.control.image_max_age_s + 0.2
-        late = [seq for seq, t in sent.items() if t > stale_after and seq in commands]
+        # the frozen frame's stamp, as the camera re-sends it (the newest stamp before "off"): the
+        # freeze takes effect when the cameras hear it, which a loaded machine can delay
+        max_age_ns = int(CONFIG.control.image_max_age_s * 1e9)
+        stale_after = max(frame_stamps) + max_age_ns + 10**7  # 10 ms for the stamps' rounding
+        assert any(stamp > stale_after for stamp in sent_stamp.values()), "the camera never froze"
+        late = [seq for seq, stamp in sent_stamp.items() if stamp > stale_after and seq in commands]
         assert not late, f"{len(late)} ticks were answered from a frame older than {CONFIG.control.image_max_age_s} s"
         assert "exterior_1 is" in policy.output() and "old by its stamp" in policy.output()
         inject.publish(String(data=json.dumps({"camera": "exterior_1", "freeze": "off"})))

@@ -231,6 +231,36 @@ def test_a_killed_launcher_leaves_no_process_behind(tmp_path):
     assert not any(_alive(p) for p in pids), "a child outlived its launcher"
 
 
+def test_a_niced_launch_runs_its_nodes_niced(tmp_path):
+    """Each node runs in its own session, hence (Linux autogroup scheduling) its own scheduling
+    group, where a nice value inherited from the launcher alone would not count: the group must
+    be niced too, or `nice indgen launch` leaves its graph at full priority."""
+    import textwrap
+
+    if not os.path.exists("/proc/self/autogroup"):
+        pytest.skip("this kernel schedules without autogroups (no /proc/self/autogroup): nothing to pass on")
+    script = tmp_path / "launch_niced.py"
+    script.write_text(textwrap.dedent(f"""
+        import os, sys
+        from indgen_core import graph, launcher
+        os.nice(7)  # from 7 up to 19 where the suite runs niced already
+        print(launcher._niceness(), flush=True)
+        # the launcher sets the group once the node has started: the node looks for up to 10 s
+        shows = ("import os, time\\n"
+                 "end = time.monotonic() + 10\\n"
+                 "while (nice := open('/proc/self/autogroup').read().split()[-1]) == '0' and time.monotonic() < end:\\n"
+                 "    time.sleep(0.01)\\n"
+                 "print(os.getsid(0) == os.getpid(), nice)")
+        node = graph.NodeSpec("shows", sys.executable, ros=False, required=True, args=("-c", shows))
+        sys.exit(launcher.run([node], out=open({str(tmp_path / 'out.txt')!r}, 'w')))
+    """))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    [line] = [line for line in (tmp_path / "out.txt").read_text().splitlines() if line.startswith("[shows]")]
+    niceness = int(proc.stdout.split()[0])
+    assert niceness >= 7 and line == f"[shows] True {niceness}"  # its own session, its group niced as the launcher
+
+
 def _alive(pid: int) -> bool:
     import os
 

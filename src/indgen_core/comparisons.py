@@ -25,12 +25,6 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from scipy import optimize
-from scipy import stats as _sps
-from statsmodels.stats.contingency_tables import mcnemar
-from statsmodels.stats.multitest import multipletests
-from statsmodels.stats.proportion import confint_proportions_2indep
-
 from indgen_core.errors import IndGenError
 
 PAIRED, UNPAIRED = "paired (exact McNemar, Tango's score interval)", "unpaired (Boschloo, Newcombe's interval)"
@@ -80,6 +74,9 @@ def tango_interval(a_only: int, b_only: int, pairs: int, confidence: float = 0.9
         return -1.0, 1.0
     if b < 0 or c < 0 or b + c > n:
         raise ValueError(f"discordant pairs {b} + {c} cannot exceed the {n} pairs")
+    from scipy import optimize
+    from scipy import stats as _sps  # imported when used (stats.py says why)
+
     z = float(_sps.norm.ppf(1 - (1 - confidence) / 2))
 
     def score(d: float) -> float:
@@ -101,6 +98,8 @@ def paired(
     a: str, b: str, level: int, outcomes_a: Mapping[int, bool], outcomes_b: Mapping[int, bool], confidence: float = 0.95
 ) -> Comparison:
     """a against b at one level over the seeds both ran (`outcomes_*[seed] = success`)."""
+    from statsmodels.stats.contingency_tables import mcnemar
+
     seeds = sorted(set(outcomes_a) & set(outcomes_b))
     if not seeds:
         raise IndGenError(f"level k={level}: no seed that both {a} and {b} ran, so no pair to compare")
@@ -134,6 +133,9 @@ def unpaired(
 ) -> Comparison:
     if n_a == 0 or n_b == 0:
         raise IndGenError(f"level k={level}: {a if n_a == 0 else b} has no scored trial there")
+    from scipy import stats as _sps
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
     table = [[successes_a, n_a - successes_a], [successes_b, n_b - successes_b]]
     p = float(_sps.boschloo_exact(table, alternative="two-sided").pvalue)
     with warnings.catch_warnings():
@@ -159,6 +161,8 @@ def unpaired(
 
 def holm(comparisons: Sequence[Comparison]) -> list[Comparison]:
     """The comparisons with Holm-adjusted p-values (over all of them: every level, every pair)."""
+    from statsmodels.stats.multitest import multipletests
+
     if not comparisons:
         return []
     adjusted = multipletests([c.p_value for c in comparisons], alpha=comparisons[0].alpha, method="holm")[1]

@@ -61,6 +61,29 @@ def _die_with_parent() -> None:
         _PRCTL(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
 
 
+def _niceness() -> int:
+    """How far this process yields the CPU: its nice value, or its autogroup's where that is
+    higher (a process in its own session is scheduled as a group, and the group's value counts)."""
+    niceness = os.nice(0)
+    with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/self/autogroup") as fh:
+        niceness = max(niceness, int(fh.read().split()[-1]))  # "/autogroup-123 nice 19"
+    return niceness
+
+
+def _pass_on_niceness(pid: int, niceness: int) -> None:
+    """Every node runs in its own session: a terminal's Ctrl-C reaches the launcher alone, which
+    stops the graph in order, and a signal to a node reaches its own child processes too. With
+    Linux's autogroup scheduling (on by default) a new session is also a new scheduling group,
+    and the CPU is shared between groups before any nice value applies, so `nice indgen launch`
+    would leave its nodes at full priority beside everything else: give each node's group the
+    launcher's niceness (any process may lower the priority of a group of its own user)."""
+    if niceness <= 0:
+        return
+    # no autogroup scheduling here, or the node gone already: nothing to pass on
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/autogroup", "w") as fh:
+        fh.write(str(niceness))
+
+
 def command(node: NodeSpec) -> list[str]:
     return [executable_path(node.executable), *node.argv()]
 
@@ -75,6 +98,7 @@ class Launcher:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self.color = getattr(self.out, "isatty", lambda: False)()
+        self.niceness = _niceness()
 
     def _print(self, name: str, index: int, line: str) -> None:
         prefix = f"[{name}]"
@@ -88,7 +112,7 @@ class Launcher:
 
     def _spawn(self, node: NodeSpec, cmd: list[str]) -> subprocess.Popen:
         # preexec_fn runs one prctl call between fork and exec (see _die_with_parent)
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             cmd,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -98,6 +122,8 @@ class Launcher:
             start_new_session=True,
             preexec_fn=_die_with_parent,  # noqa: PLW1509
         )
+        _pass_on_niceness(proc.pid, self.niceness)
+        return proc
 
     def start(self) -> None:
         # every child is forked before any reader thread exists

@@ -22,7 +22,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as _sps
 
 from indgen_core import sequential
 from indgen_core.errors import IndGenError
@@ -42,6 +41,8 @@ class PlanError(IndGenError):
 def exact_power(n, rate: float, threshold: float, alpha: float):
     """Chance that n trials (an int or an array of them) at `rate` show the rate on its side of
     the threshold with the one-sided exact binomial test at alpha."""
+    from scipy import stats as _sps  # imported when used (stats.py says why)
+
     n = np.asarray(n)
     if rate > threshold:
         # the fewest successes that show "above": the smallest c with P(S >= c | threshold) <= alpha

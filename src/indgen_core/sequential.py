@@ -28,7 +28,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import optimize, special
 
 #: the mixing prior: Beta(1, 1), Robbins' uniform choice
 PRIOR = (1.0, 1.0)
@@ -38,6 +37,8 @@ HELD, BROKEN, UNDECIDED = "held", "broken", "undecided"
 
 def _log_e(s, f, p0: float, side: str, prior: tuple[float, float] = PRIOR):
     """log E(p0) after s successes and f failures (numpy arrays or numbers)."""
+    from scipy import special  # imported when used (stats.py says why)
+
     a, b = prior
     tail = special.betaincc if side == UPPER else special.betainc
     with np.errstate(divide="ignore"):
@@ -70,6 +71,8 @@ def claims(successes: int, n: int, p0: float, side: str, alpha: float) -> bool:
 def _bound(successes: int, n: int, alpha: float, side: str) -> float:
     """The lower (side UPPER: the rate is shown above every p0 below it) or upper (LOWER)
     confidence bound at alpha: the edge of the set of p0 the evidence does not reject."""
+    from scipy import optimize
+
     target = math.log(1.0 / alpha)
     mle = successes / n
     eps = 1e-9

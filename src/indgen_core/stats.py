@@ -18,6 +18,11 @@ anytime-valid sequence of `sequential.py`.
 - monotonicity across levels (Appendix B, black-box regime).
 
 Comparisons of policies live in comparisons.py.
+
+scipy.stats and statsmodels are imported inside the functions that use them, here and in
+sequential.py, planner.py and comparisons.py: every node and command imports these modules
+(the records name their verdicts), and importing those two libraries costs about a second of
+CPU per process start, paid again by every node a graph starts or respawns.
 """
 
 from __future__ import annotations
@@ -26,9 +31,6 @@ import itertools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-
-from scipy import stats as _sps
-from statsmodels.stats.proportion import proportion_confint
 
 from indgen_core import sequential
 from indgen_core.sequential import BROKEN, HELD, UNDECIDED
@@ -46,6 +48,8 @@ def exact_interval(successes: int, n: int, confidence: float = DEFAULT_CONFIDENC
         raise ValueError(f"need 0 <= successes <= n, got {successes}/{n}")
     if n == 0:
         return 0.0, 1.0
+    from statsmodels.stats.proportion import proportion_confint
+
     low, high = proportion_confint(successes, n, alpha=1 - confidence, method="beta")
     return max(0.0, float(low)), min(1.0, float(high))
 
@@ -53,6 +57,8 @@ def exact_interval(successes: int, n: int, confidence: float = DEFAULT_CONFIDENC
 def exact_p(successes: int, n: int, p0: float, side: str) -> float:
     """One-sided exact binomial p-value for "the rate is above p0" (UPPER: P(S >= s | p0)) or
     "below p0" (LOWER: P(S <= s | p0))."""
+    from scipy import stats as _sps
+
     if side == sequential.UPPER:
         return float(_sps.binom.sf(successes - 1, n, p0))
     return float(_sps.binom.cdf(successes, n, p0))
@@ -264,6 +270,8 @@ class Monotonicity:
 
 
 def monotonicity(levels: Iterable[LevelStat]) -> Monotonicity:
+    from scipy import stats as _sps
+
     levels = [s for s in levels if s.n > 0]
     reversals = []
     per_side = {}
