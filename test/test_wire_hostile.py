@@ -203,6 +203,7 @@ def test_crafted_frames_close_only_their_own_connection_and_the_server_keeps_ser
     assert peak < 400, f"the server peaked at {peak:.0f} MB"  # bench/wire_bench.py documents the bound
 
 
+@pytest.mark.realtime  # bound to the wall clock: the deadline and how soon it is noticed
 def test_a_hung_server_becomes_policy_unavailable_within_the_deadline():
     class Never:
         def infer(self, obs):
