@@ -1,7 +1,8 @@
 #!/bin/bash
 # The suite as `make test` and `make test-fast` run it, in two groups:
 #   - everything but the `realtime` cases on TEST_WORKERS pytest-xdist workers (default 3), a
-#     test module per worker at a time (module fixtures built once);
+#     test module per worker at a time (module fixtures built once), the longest modules first
+#     (test/conftest.py's LONGEST_FIRST: hence --no-loadscope-reorder);
 #   - the `realtime` cases (a 15 Hz robot loop, a person at a terminal, kill -9 timing), one at
 #     a time at full priority, as a real cell would run them.
 # By default the two groups run at once, the parallel one at the lowest priority (its CPU share
@@ -24,7 +25,7 @@ if [ "$TOGETHER" = 1 ]; then
   # the parallel group at the lowest priority, in a session of its own (scripts/low-priority.py
   # says why both are needed)
   "$PYTHON" scripts/low-priority.py "$PYTHON" -m pytest -n "$WORKERS" --dist loadscope \
-    -m "$(scope 'not realtime')" "$@" &
+    --no-loadscope-reorder -m "$(scope 'not realtime')" "$@" &
   parallel_pid=$!
   trap 'kill -INT -- -"$parallel_pid" 2>/dev/null' INT TERM
   "$PYTHON" -m pytest -p no:xdist -m "$(scope realtime)" "$@" > "$LOG" 2>&1
@@ -34,7 +35,7 @@ if [ "$TOGETHER" = 1 ]; then
   echo "== the wall-clock-bound cases, run beside the others at full priority ($LOG) =="
   cat "$LOG"
 else
-  "$PYTHON" -m pytest -n "$WORKERS" --dist loadscope -m "$(scope 'not realtime')" "$@"
+  "$PYTHON" -m pytest -n "$WORKERS" --dist loadscope --no-loadscope-reorder -m "$(scope 'not realtime')" "$@"
   parallel=$?
   echo "== the wall-clock-bound cases, alone =="
   "$PYTHON" -m pytest -p no:xdist -m "$(scope realtime)" "$@"

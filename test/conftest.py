@@ -4,8 +4,10 @@ see each other or the network, and a child process a test starts inherits the sa
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import itertools
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -115,13 +117,38 @@ def repo() -> Path:
     return REPO
 
 
-#: the test modules that take longest (make test's --durations, 2026-12-04), longest first. Under
-#: `--dist loadscope` a worker takes the next module when it finishes one, in collection order:
-#: started first, the long ones run beside the many short ones instead of one of them being left
-#: alone at the end while the other workers idle.
-LONGEST_FIRST = ["test_blockenv_models", "test_twin_vision", "test_cluster", "test_libero", "test_dataset_export",
-                 "test_libero_graph", "test_twin_graph", "test_ros_native", "test_fuzz_graph", "test_docs",
-                 "test_campaign_cli", "test_blind", "test_graph_e2e", "test_twin"]
+@pytest.fixture(scope="session")
+def vision_checkpoint(tmp_path_factory) -> Path:
+    """A small camera-policy checkpoint from the real command (two demonstrations, one epoch),
+    made once per run: the pytest-xdist workers share the run's base folder, and the first that
+    asks makes it while the others wait on the lock (it costs half a minute of CPU)."""
+    pytest.importorskip("torch")
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # every worker's folder sits in the run's own
+    out = root / "vision" / "v.pt"
+    out.parent.mkdir(exist_ok=True)
+    with open(out.parent / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not out.exists():
+            proc = subprocess.run([sys.executable, "-m", "indgen_core.cli", "twin", "train-bc", "--vision", "--demos",
+                                   "2", "--rounds", "0", "--epochs", "1", "--views", "3", "--out", str(out)],
+                                  capture_output=True, text=True, timeout=300)
+            assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+            assert f"checkpoint: {out}" in proc.stdout and "on the builtin FR3" in proc.stdout
+    return out
+
+
+#: the test modules that take longest on a worker (per-test wall times of the parallel group,
+#: measured 2026-12-04), longest first. scripts/run-tests.sh passes `--no-loadscope-reorder`, so
+#: that a worker takes the next module in this collection order when it runs short of work
+#: (xdist's default orders modules by their number of tests, which started the long graph
+#: modules last and left a worker idle for almost three minutes at the end): the long ones start
+#: first and the many short ones fill in beside them.
+LONGEST_FIRST = ["test_cluster", "test_libero", "test_fuzz_graph", "test_twin_graph", "test_ros_native",
+                 "test_blockenv_models", "test_libero_graph", "test_twin", "test_graph_e2e", "test_docs",
+                 "test_twin_vision", "test_dataset_export", "test_cli_doctor", "test_fr3_safety", "test_security",
+                 "test_campaign_cli", "test_results_index", "test_compare_cli"]
 
 
 def pytest_collection_modifyitems(items):

@@ -80,6 +80,7 @@ def _oracle_grids(k: int, n: int) -> np.ndarray:
     return np.concatenate(seen)
 
 
+@pytest.mark.slow
 def test_ind_local_legality_head_learns_the_rule_on_l0_l2_and_keeps_it_to_l10():
     """The head is trained on L0-L2 grids only (its analytic target); held out, it calls every
     grasp on an occupied cell right, and so it does on grids of levels it never saw."""

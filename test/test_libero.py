@@ -46,6 +46,7 @@ def test_first_import_never_prompts_and_writes_its_config(tmp_path):
     assert said["TASK"] == "pick_up_the_bbq_sauce_and_place_it_in_the_basket"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", [0, 5, 9])
 def test_the_oracle_solves_tasks_in_distribution(world, task):
     from indgen_sim.libero.oracle import LiberoOracle
@@ -127,6 +128,7 @@ def test_a_parameter_the_world_does_not_implement_is_refused_not_ignored(world):
         world.reset(s)
 
 
+@pytest.mark.slow
 def test_distractors_are_extra_objects_away_from_the_task_and_the_oracle_still_solves_it(world):
     from indgen_sim import physics
     from indgen_sim.libero.oracle import LiberoOracle
@@ -145,6 +147,7 @@ def test_distractors_are_extra_objects_away_from_the_task_and_the_oracle_still_s
     assert result.outcome is Outcome.SUCCESS, result.reason
 
 
+@pytest.mark.slow
 def test_the_composed_axis_moves_the_pick_object_and_adds_distractors(world):
     plain = world.reset(setup(0))
     s = TaskSetup("test", "c1", "libero", "libero_pick_y_x_distractors", -1, False,
@@ -156,6 +159,7 @@ def test_the_composed_axis_moves_the_pick_object_and_adds_distractors(world):
     assert dy == pytest.approx(-0.025, abs=0.004)
 
 
+@pytest.mark.slow
 def test_the_scale_axis_scales_the_pick_objects_geometry_and_mass(world):
     def measure():
         b = world.bodies[world.pick]

@@ -84,6 +84,7 @@ def test_train_bc_refuses_a_bad_plan_before_training(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_a_checkpoint_records_the_levels_it_trained_on_and_its_policy_says_so(tmp_path):
     """A real (tiny) training at scale levels 0 and 1: the episodes it ran are counted where
     they ran, and the policy's metadata (published on /indgen/policy_status) names the plan."""

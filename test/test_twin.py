@@ -247,6 +247,7 @@ def test_cameras_render_policy_size_and_full_size_on_request():
         w.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("axis", ["stack", "scale"])
 def test_the_oracle_solves_every_level_of_both_axes(world, axis):
     """In-process, both robot models; the certification through the graph is in test_twin_graph."""
@@ -262,6 +263,7 @@ def test_the_oracle_solves_every_level_of_both_axes(world, axis):
             assert result.steps < 120
 
 
+@pytest.mark.slow
 def test_train_bc_command_writes_a_loadable_checkpoint_and_serve_policy_refuses_a_missing_one(tmp_path):
     import subprocess
     import sys

@@ -70,8 +70,9 @@ def test_oracle_then_tau0_policy_through_the_graph(tmp_path, monkeypatch):
             assert (local.outcome, local.steps) == (Outcome[row.outcome.upper()], row.steps), trial.trial_id
 
 
-def test_the_camera_policy_sees_only_pi05s_request_through_the_graph_and_matches_in_process(tmp_path, monkeypatch):
-    """droid_twin_vision (a small checkpoint from the real training code) on two levels with
+def test_the_camera_policy_sees_only_pi05s_request_through_the_graph_and_matches_in_process(tmp_path, monkeypatch,
+                                                                                          vision_checkpoint):
+    """droid_twin_vision (conftest's small checkpoint from the real training command) on two levels with
     cameras on the wire and nothing privileged: the server saw only pi0.5-DROID's keys and
     224 x 224 RGB images, and each trial ends as the same trial run in-process."""
     import json
@@ -79,12 +80,9 @@ def test_the_camera_policy_sees_only_pi05s_request_through_the_graph_and_matches
     from indgen_core.inprocess import InProcessExecutor
     from indgen_sim.twin.vision import TwinVisionPolicy
     from indgen_sim.twin.vision.policy import CHUNK
-    from indgen_sim.twin.vision.training import train_and_save
 
     monkeypatch.setenv("INDGEN_ARTIFACTS", str(tmp_path / "artifacts"))
-    ckpt = train_and_save(tmp_path / "v.pt", demo_episodes=2, rounds=0,
-                          perception_epochs=1, control_epochs=2, control_demos=2, state_rounds=0,
-                          view_layouts=3, builtin=True)
+    ckpt = vision_checkpoint
     path = tmp_path / "v.yaml"
     path.write_text(yaml.safe_dump({"name": "v", "axis": "stack", "world": "droid_twin",
                                     "policies": ["droid_twin_vision"], "levels": [0, 1], "trials_per_level": 1,

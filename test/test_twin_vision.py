@@ -34,18 +34,13 @@ from indgen_sim.twin.vision.policy import CHUNK
 torch = pytest.importorskip("torch")
 
 
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
-    """A small checkpoint from the real command (two demonstrations, one epoch)."""
-    out = tmp_path_factory.mktemp("vision") / "v.pt"
-    proc = subprocess.run([sys.executable, "-m", "indgen_core.cli", "twin", "train-bc", "--vision", "--demos", "2",
-                           "--rounds", "0", "--epochs", "1", "--views", "3", "--out", str(out)], capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert f"checkpoint: {out}" in proc.stdout and "on the builtin FR3" in proc.stdout
-    return out
+@pytest.fixture
+def checkpoint(vision_checkpoint):
+    """conftest's checkpoint, made by `indgen twin train-bc --vision` (its output checked there)."""
+    return vision_checkpoint
 
 
+@pytest.mark.slow
 def test_the_checkpoint_records_its_robot_model_and_what_it_was_trained_on(checkpoint):
     ckpt = torch.load(checkpoint, map_location="cpu", weights_only=True)
     assert ckpt["kind"] == "vision" and ckpt["robot_model"] == "builtin" and ckpt["chunk"] == CHUNK
@@ -59,6 +54,7 @@ def test_the_checkpoint_records_its_robot_model_and_what_it_was_trained_on(check
     assert policy.metadata["robot_model"] == "builtin" and policy.metadata["privileged"] is False
 
 
+@pytest.mark.slow
 def test_the_other_robot_model_is_refused_in_one_sentence(checkpoint):
     from indgen_sim.twin.world import DroidTwinWorld
 
@@ -82,6 +78,7 @@ def test_the_other_robot_model_is_refused_in_one_sentence(checkpoint):
     assert watch.reason(0.0, 10.0) is None
 
 
+@pytest.mark.slow
 def test_a_request_without_the_images_or_with_another_task_is_refused(checkpoint):
     policy = TwinVisionPolicy(checkpoint)
     request = {"observation/joint_position": np.zeros(7), "observation/gripper_position": np.zeros(1),
@@ -95,6 +92,7 @@ def test_a_request_without_the_images_or_with_another_task_is_refused(checkpoint
         policy.infer(request | {"prompt": "fold the towel"})
 
 
+@pytest.mark.slow
 def test_a_held_object_is_where_the_hand_holds_it(checkpoint):
     """The gripper stopped part-closed (0.48 on the block): the policy puts the block at the
     learned place in the hand, whatever the cameras show; open, or closed on nothing (1.0), it
@@ -161,6 +159,7 @@ def test_labels_are_scaled_per_task_with_a_floor():
     assert (task_index(state) == task).all()
 
 
+@pytest.mark.slow
 def test_a_checkpoint_from_before_the_in_hand_estimate_is_refused_in_one_sentence(checkpoint, tmp_path):
     ckpt = torch.load(checkpoint, map_location="cpu", weights_only=True)
     del ckpt["in_hand"]
