@@ -34,15 +34,9 @@ from indgen_sim.twin.vision.policy import CHUNK
 torch = pytest.importorskip("torch")
 
 
-@pytest.fixture
-def checkpoint(vision_checkpoint):
-    """conftest's checkpoint, made by `indgen twin train-bc --vision` (its output checked there)."""
-    return vision_checkpoint
-
-
 @pytest.mark.slow
-def test_the_checkpoint_records_its_robot_model_and_what_it_was_trained_on(checkpoint):
-    ckpt = torch.load(checkpoint, map_location="cpu", weights_only=True)
+def test_the_checkpoint_records_its_robot_model_and_what_it_was_trained_on(vision_checkpoint):
+    ckpt = torch.load(vision_checkpoint, map_location="cpu", weights_only=True)
     assert ckpt["kind"] == "vision" and ckpt["robot_model"] == "builtin" and ckpt["chunk"] == CHUNK
     info = ckpt["info"]
     assert info["robot_model"] == "builtin" and info["rounds"][0]["episodes"] == 2 and info["frames"] > 0
@@ -50,15 +44,15 @@ def test_the_checkpoint_records_its_robot_model_and_what_it_was_trained_on(check
     assert sorted(ckpt["in_hand"]) == sorted(tasks.TASKS)
     assert np.asarray(ckpt["perception"]["mean"]).shape == (len(tasks.TASKS), TARGETS)
     assert all(len(offset) == 3 and max(map(abs, offset)) < 0.05 for offset in ckpt["in_hand"].values())
-    policy = TwinVisionPolicy(checkpoint)
+    policy = TwinVisionPolicy(vision_checkpoint)
     assert policy.metadata["robot_model"] == "builtin" and policy.metadata["privileged"] is False
 
 
 @pytest.mark.slow
-def test_the_other_robot_model_is_refused_in_one_sentence(checkpoint):
+def test_the_other_robot_model_is_refused_in_one_sentence(vision_checkpoint):
     from indgen_sim.twin.world import DroidTwinWorld
 
-    ckpt = torch.load(checkpoint, map_location="cpu", weights_only=True)
+    ckpt = torch.load(vision_checkpoint, map_location="cpu", weights_only=True)
     ckpt["robot_model"] = "menagerie"
     policy = TwinVisionPolicy(ckpt)
     executor = InProcessExecutor(DroidTwinWorld(cameras=["exterior_1", "wrist"], builtin=True),
@@ -79,8 +73,8 @@ def test_the_other_robot_model_is_refused_in_one_sentence(checkpoint):
 
 
 @pytest.mark.slow
-def test_a_request_without_the_images_or_with_another_task_is_refused(checkpoint):
-    policy = TwinVisionPolicy(checkpoint)
+def test_a_request_without_the_images_or_with_another_task_is_refused(vision_checkpoint):
+    policy = TwinVisionPolicy(vision_checkpoint)
     request = {"observation/joint_position": np.zeros(7), "observation/gripper_position": np.zeros(1),
                "prompt": "Place the orange block on the blue block."}
     with pytest.raises(ValueError, match="needs pi05_droid's request; missing observation/exterior_image_1_left"):
@@ -93,13 +87,13 @@ def test_a_request_without_the_images_or_with_another_task_is_refused(checkpoint
 
 
 @pytest.mark.slow
-def test_a_held_object_is_where_the_hand_holds_it(checkpoint):
+def test_a_held_object_is_where_the_hand_holds_it(vision_checkpoint):
     """The gripper stopped part-closed (0.48 on the block): the policy puts the block at the
     learned place in the hand, whatever the cameras show; open, or closed on nothing (1.0), it
     goes by perception."""
     from indgen_sim.twin import policy_input
 
-    policy = TwinVisionPolicy(checkpoint)
+    policy = TwinVisionPolicy(vision_checkpoint)
     policy.in_hand["stack"] = np.array([0.004, -0.002, 0.006])
     q = np.array([0.0, -0.3, 0.0, -2.2, 0.0, 1.9, 0.8])
     request = {"observation/joint_position": q, "prompt": "Place the orange block on the blue block.",
@@ -160,8 +154,8 @@ def test_labels_are_scaled_per_task_with_a_floor():
 
 
 @pytest.mark.slow
-def test_a_checkpoint_from_before_the_in_hand_estimate_is_refused_in_one_sentence(checkpoint, tmp_path):
-    ckpt = torch.load(checkpoint, map_location="cpu", weights_only=True)
+def test_a_checkpoint_from_before_the_in_hand_estimate_is_refused_in_one_sentence(vision_checkpoint, tmp_path):
+    ckpt = torch.load(vision_checkpoint, map_location="cpu", weights_only=True)
     del ckpt["in_hand"]
     torch.save(ckpt, tmp_path / "old.pt")
     with pytest.raises(IndGenError, match=r"from before the in-hand estimate .* retrain it with `indgen twin "
