@@ -29,6 +29,11 @@ class ProgressionManagerParameters:
     commit_timeout_s: float = param(30.0, "how long the scorer may take to commit a result")
     abort_backoff_s: float = param(1.0, "first wait after an aborted trial (doubles, at most 30x)")
     world_silence_s: float = param(5.0, "a running episode with no feedback for this long is aborted")
+    reset_silence_s: float = param(
+        20.0,
+        "the same while the world's latest feedback says it is resetting: a simulator building its scene holds "
+        "Python's interpreter for seconds at a time (LIBERO: 1.6 s on an idle machine), longer under load",
+    )
     wait_for_operator: bool = param(
         False,
         "the person is in the loop (real robot): before each trial the world is prepared (/indgen/prepare_trial: "

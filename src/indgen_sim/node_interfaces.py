@@ -55,6 +55,11 @@ SIM_BRIDGE_ENDPOINTS = (
     subscribes(topics.ESTOP, "std_msgs/msg/Bool", "the soft e-stop as a topic"),
     subscribes(topics.TASK_SETUP, "indgen_msgs/msg/TaskSetup", "a newer setup ends a running episode as aborted"),
     subscribes(topics.POLICY_STATUS, "indgen_msgs/msg/PolicyStatus", "a lost policy ends the episode as aborted"),
+    subscribes(
+        topics.EPISODE_RESULT,
+        "indgen_msgs/msg/EpisodeResult",
+        "a level's image rides on each attempt until a result the manager took carries it",
+    ),
     publishes(topics.CLOCK, "rosgraph_msgs/msg/Clock", "simulated time, one step per tick"),
     publishes(
         topics.FINAL_STATE,

@@ -7,7 +7,8 @@ hands the result to the scorer on /indgen/episode_result. The next trial starts 
 scorer has committed the result to the store. A world that does not answer in time makes the
 trial aborted (never failed): it runs again after a backoff, and the campaign waits as long as
 it takes for the world or the policy server to come back. A world that goes silent mid-episode
-(no feedback for world_silence_s: it was killed or hangs) aborts the trial the same way.
+(no feedback for world_silence_s, reset_silence_s while it says it is resetting: it was killed
+or hangs) aborts the trial the same way.
 
 Only this campaign's nodes count: the results and statuses it publishes are signed with the
 campaign's key from the results store (auth.py), and an operator answer is accepted only for

@@ -36,6 +36,8 @@ class WorldLink:
         self._status = status
         self.needs_operator = False  # the world said it is physical (its prepare reply)
         self.last_feedback = 0.0
+        self.phase = ""  # the world's latest feedback phase
+        self.attempt: object | None = None  # whose feedback counts: the latest attempt's
         self.goal = None
 
     @property
@@ -52,12 +54,20 @@ class WorldLink:
             return aborted(f"world not answering: no RunEpisode server on {topics.RUN_EPISODE}")
         goal = RunEpisode.Goal(setup=convert.setup_to_msg(setup, self.pm.get_clock().now().to_msg()))
         handles = []
+        # every episode starts with its reset; set before the goal goes, so that feedback that
+        # comes before the goal's acceptance is seen (a world that has reset already: "running")
+        self.phase = "resetting"
+        attempt = self.attempt = object()  # an abandoned attempt's goal may still send feedback: not ours
+
+        def on_feedback(feedback) -> None:
+            if self.attempt is attempt:
+                self._feedback(feedback)
 
         def acknowledged() -> bool:
             # right after discovery DDS can lose a goal response; the bridge attaches a resent
             # goal for the same trial to the running episode, so resending (every 2 s) is safe
             if not self._stop.is_set():
-                future = self.pm.world.send_goal_async(goal, feedback_callback=self._feedback)
+                future = self.pm.world.send_goal_async(goal, feedback_callback=on_feedback)
                 if wait_future(future, 2.0, stop=self._stop):
                     handles.append(future.result())
             return bool(handles)
@@ -69,10 +79,14 @@ class WorldLink:
             return aborted("the world rejected the episode goal (busy with another trial)")
         self.goal = handle
         self.last_feedback = time.monotonic()
-        silence = self.p.world_silence_s
+
+        def allowed() -> float:
+            if self.phase == "resetting":
+                return max(self.p.world_silence_s, self.p.reset_silence_s)
+            return self.p.world_silence_s
 
         def silent() -> bool:
-            return silence > 0 and time.monotonic() - self.last_feedback > silence
+            return self.p.world_silence_s > 0 and time.monotonic() - self.last_feedback > allowed()
 
         response = wait_result(handle, self.p.episode_timeout_s, stop=lambda: self._stop.is_set() or silent())
         if response is None:
@@ -82,7 +96,7 @@ class WorldLink:
             if self._stop.is_set():
                 return aborted("stopped")
             if silent():
-                return aborted(f"the world went silent mid-episode (no feedback for {silence:g} s)")
+                return aborted(f"the world went silent mid-episode (no feedback for {allowed():g} s, {self.phase})")
             return aborted(f"world did not finish within {limit} s")
         self.goal = None
         result = messages.result_from_msg(response.result.result)
@@ -134,6 +148,6 @@ class WorldLink:
         return next(c for c in calls if c.done()).result()
 
     def _feedback(self, feedback) -> None:
-        self.last_feedback = time.monotonic()
         fb = feedback.feedback
+        self.last_feedback, self.phase = time.monotonic(), str(fb.phase)[:32]
         self.pm.get_logger().debug(f"{fb.phase}: step {fb.step}/{fb.max_steps}")

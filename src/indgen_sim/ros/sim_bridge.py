@@ -47,7 +47,7 @@ from indgen_core.ros.base import LATCHED, RELIABLE, TICKS, read_parameters, run_
 from indgen_core.specs import Spec
 from indgen_core.world_watch import WorldWatch
 from indgen_msgs.action import RunEpisode
-from indgen_msgs.msg import PolicyStatus, TaskSetup, WorldFinalState
+from indgen_msgs.msg import EpisodeResult, PolicyStatus, TaskSetup, WorldFinalState
 from indgen_msgs.srv import PrepareTrial
 from indgen_sim.node_interfaces import SIM_BRIDGE_ENDPOINTS
 from indgen_sim.node_interfaces import SimBridgeParameters as Parameters
@@ -85,7 +85,9 @@ class SimBridge(Node):
             self.world = registry.make(registry.WORLDS, self.p.world, **options)
         except TypeError as exc:
             raise IndGenError(f"world '{self.p.world}' does not take the options {sorted(options)}: {exc}") from None
-        self.imaged: set[tuple[str, int]] = set()
+        # a level's image is made at each attempt until a result carrying it reaches the store
+        self.imaged: set[tuple[str, int]] = set()  # (campaign, level) whose image was taken
+        self.image_of: dict[str, tuple[str, int]] = {}  # an image's path: its (campaign, level)
         adapter = IO_ADAPTERS.get(self.world.spec)
         if adapter is None:
             raise registry.UnknownName(f"world '{self.p.world}' has no ROS topic adapter (spec '{self.world.spec}')")
@@ -101,6 +103,7 @@ class SimBridge(Node):
         self.watch = WorldWatch(self.p.policy_silence_s, self.world.robot_model)
         subscribe(self.io_node, PolicyStatus, topics.POLICY_STATUS, self.watch.on_policy_status, LATCHED)
         subscribe(self.io_node, TaskSetup, topics.TASK_SETUP, self.watch.on_setup, LATCHED)
+        subscribe(self.io_node, EpisodeResult, topics.EPISODE_RESULT, self._on_result_taken, RELIABLE)
         serve(self.io_node, PrepareTrial, topics.PREPARE_TRIAL, self._prepare)
         # the console's e-stop and "end the episode now", so that an operator can rehearse in sim
         self.estop, self.end_requested = False, False
@@ -233,9 +236,11 @@ class SimBridge(Node):
         images: list[str] = []
 
         def on_reset(_obs) -> None:
-            if self.p.level_images and (setup.campaign_id, setup.level) not in self.imaged:
+            key = (setup.campaign_id, setup.level)
+            if self.p.level_images and key not in self.imaged:
                 path = self._save_level_image(setup)
                 if path:
+                    self.image_of[path] = key
                     images.append(path)
 
         def on_final(state: dict, ending: str, steps: int) -> None:  # before the world judges it
@@ -281,13 +286,18 @@ class SimBridge(Node):
             goal_handle.canceled()
         else:
             goal_handle.succeed()
-            # the level's image counts as delivered with a final result the progression manager
-            # takes; one that could not be saved, or that went with a cancelled goal or an aborted
-            # attempt (the manager may have given up on it already, "moved on": its files never
-            # reach the store; CI saw a level left without its image so), is made again next attempt
-            if result.outcome is not Outcome.ABORTED:
-                self.imaged.update((setup.campaign_id, setup.level) for _ in images)
         return RunEpisode.Result(result=msg)
+
+    def _on_result_taken(self, msg) -> None:
+        """The progression manager hands the scorer only a result it took, and the store keeps
+        every taken attempt's files: a level's image is delivered once it rides on one. Whether
+        our own reply was taken cannot be told from here: the manager may have given up on the
+        attempt already (the world silent for world_silence_s under load) and committed an aborted
+        result of its own, without the image; CI saw a level left without its image so."""
+        for path in list(msg.artifacts)[:64]:  # any node may publish here: read it as hostile
+            key = self.image_of.get(path)
+            if key is not None:
+                self.imaged.add(key)
 
     def _save_level_image(self, setup) -> str | None:
         """The scene at the start of the level's first trial, for the report (never fatal)."""
