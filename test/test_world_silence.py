@@ -1,7 +1,7 @@
 """How long the progression manager waits on a quiet world: `world_silence_s` while an episode
 runs, `reset_silence_s` while the world's latest feedback says it is resetting. A simulator
-building its scene holds Python's interpreter (LIBERO: 1.6 s at a time on an idle machine,
-measured with a 50 ms heartbeat thread during its resets), so its feedback thread goes quiet
+building its scene holds Python's interpreter (LIBERO: 1.3 to 1.6 s at a time on an idle
+machine, bench/reset_quiet_bench.py), so its feedback thread goes quiet
 for longer under load; CI saw LIBERO trials aborted three times over for it. Feedback from an
 attempt the manager gave up on, still running in the world, does not count for the next. The real
 progression manager and scorer run as processes; this test is the world (the RunEpisode

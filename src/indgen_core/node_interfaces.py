@@ -32,7 +32,8 @@ class ProgressionManagerParameters:
     reset_silence_s: float = param(
         20.0,
         "the same while the world's latest feedback says it is resetting: a simulator building its scene holds "
-        "Python's interpreter for seconds at a time (LIBERO: 1.6 s on an idle machine), longer under load",
+        "Python's interpreter for seconds at a time (LIBERO: 1.3-1.6 s on an idle machine, "
+        "bench/reset_quiet_bench.py), longer under load",
     )
     wait_for_operator: bool = param(
         False,
