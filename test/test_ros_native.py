@@ -32,8 +32,8 @@ def _copy_sources(repo: Path, dest: Path) -> None:
 
 
 def _workspace(repo: Path) -> Path:
-    """The colcon workspace, kept between runs in build/ (a clean build costs about 115 s of CPU,
-    nearly all of it indgen_msgs' C type supports; a rebuild with nothing changed 5 s). Only
+    """The colcon workspace, kept between runs in build/ (the test took 61 s with a clean build,
+    nearly all of it indgen_msgs' C type supports, 4 s with nothing changed). Only
     CMake's build folder of indgen_msgs is kept, and CMake rebuilds from it what changed: the
     sources, the install tree and indgen's own build are made anew every run, and everything
     when the venv's packages are not the ones it was built with. A fresh clone (CI) builds
