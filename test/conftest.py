@@ -7,8 +7,10 @@ import contextlib
 import fcntl
 import itertools
 import os
+import resource
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -154,3 +156,24 @@ LONGEST_FIRST = ["test_cluster", "test_libero", "test_fuzz_graph", "test_twin_gr
 def pytest_collection_modifyitems(items):
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.stem, len(rank)))  # stable: the rest keep their order
+
+
+def _cpu_seconds() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """With TEST_CPU_LOG=FILE, one line per test: its id, wall seconds and CPU seconds (this
+    process and every child it waited for, set-up and teardown included). On two cores the
+    suite's floor is its CPU, not its schedule: this says which cases spend it
+    (docs/development.md, "Where the suite's time goes")."""
+    path = os.environ.get("TEST_CPU_LOG")
+    if not path:
+        yield
+        return
+    wall, cpu = time.monotonic(), _cpu_seconds()
+    yield
+    with open(path, "a") as out:  # one short write per line: workers append side by side
+        out.write(f"{item.nodeid}\t{time.monotonic() - wall:.2f}\t{_cpu_seconds() - cpu:.2f}\n")
