@@ -60,7 +60,9 @@ def run_episode(
     on_final: OnFinal | None = None,
 ) -> TrialResult:
     """Reset, then ask and step until done, the step limit, or `should_end()` (a person ended
-    the episode early: it is judged as it stands); `on_reset` sees the first observation (a
+    the episode early: it is judged as it stands, or aborted and run again when the policy had
+    not acted yet, as a system fault is: an end request that came during the reset, or from
+    any node on the graph, says nothing of the policy); `on_reset` sees the first observation (a
     level image for the report), `on_step` the progress, `on_final` the final state."""
     wall0 = time.monotonic()
     max_steps = world.max_steps(setup)
@@ -102,6 +104,8 @@ def run_episode(
     ended = False
     while step < max_steps and not done:
         if should_end is not None and should_end():
+            if step == 0:  # the policy never acted: nothing of its to judge, so the trial runs again
+                return result(Outcome.ABORTED, "ended by the operator before the policy's first action", 0)
             ended = True
             break
         if not queue:
