@@ -154,7 +154,9 @@ def test_garbage_on_every_subscription_kills_no_node_and_the_campaign_completes(
         answered = spin_until(node, lambda: all(c.done() for _, c in calls), 120)
         assert proc.poll() is None, "the graph stopped while fuzzed"
         unanswered = collections.Counter(s for s, c in calls if not c.done())
-        assert answered, f"{sum(unanswered.values())} of {len(calls)} fuzzed service calls never answered: {unanswered}"
+        # with the graph's log (once, 2 of 75 unanswered, both /indgen/end_episode, and none kept)
+        assert answered, (f"{sum(unanswered.values())} of {len(calls)} fuzzed service calls never answered: "
+                          f"{unanswered}\n{proc.output()[-8000:]}")
         release_estop(node)
         for pub in pubs.values():
             node.destroy_publisher(pub)
