@@ -39,8 +39,8 @@ def run_graph(tmp_path, *assignments, timeout=180):
 def test_oracle_then_tau0_policy_through_the_graph(tmp_path, monkeypatch):
     monkeypatch.setenv("INDGEN_ARTIFACTS", str(tmp_path / "artifacts"))
     # the oracle certifies tau_0 and tau_1 over the real interface, cameras on the wire: the
-    # built-in FR3's, as the graph carries any model's frames alike and the menagerie's meshes
-    # render at twice the CPU of the whole run (31 s against 15 s); the tau_0 policy below runs
+    # built-in FR3's, as the graph carries any model's frames alike and with the menagerie's
+    # meshes this campaign took twice the CPU (31 s against 15 s, measured once); the tau_0 policy below runs
     # on the menagerie's FR3 where MENAGERIE_ROOT is set, and test_twin.py renders its cameras
     out = run_graph(tmp_path, f"campaign:={campaign(tmp_path / 'o.yaml', 'o', 'droid_twin_oracle', 'certify', 0)}",
                     "campaign_id:=oracle", "cameras:=exterior_1,wrist", "builtin_fr3:=true")

@@ -190,9 +190,10 @@ def threaded_execute(work: Callable):
 
 
 #: a service's request queue. ROS' default keeps the last 10 requests not yet taken, and
-#: rmw_fastrtps honours that: with the server's executor busy for 3 s, 5 of 15 queued requests
-#: were dropped without a trace (and 0 of 15 with 100); an operator's e-stop or "end the
-#: episode" must not be lost to a burst of other callers.
+#: rmw_fastrtps honours that: with the server's executor busy for 2 s, 5 of 15 queued requests
+#: are dropped without a trace, and none with 100 on both the server and the client
+#: (test/test_service_queue.py); an operator's e-stop or "end the episode" must not be lost to
+#: a burst of other callers.
 REQUESTS = QoSProfile(
     history=HistoryPolicy.KEEP_LAST,
     depth=100,
