@@ -169,15 +169,16 @@ def test_a_person_runs_a_two_level_campaign_with_the_console(tmp_path, ros_conte
     node = rclpy.create_node("hands", context=ros_context)
     build_scene = scene_builder(node)
 
-    def setup_of(trial: str) -> str:
-        return term.wait_for("BUILD THE SCENE", trial, timeout=120)
+    def setup_of(trial: str, *body: str) -> str:
+        # the body too: a capture can fall between the box's title and its lines being drawn
+        return term.wait_for("BUILD THE SCENE", trial, *body, timeout=120)
 
     person = AtTheCell(term, db, "people", build_scene)
     waiting_through_reruns, scene_then, aborted = person.waiting_through_reruns, person.scene_then, person.aborted
 
     try:
         # trial 1: a wrong key first, then the scene, then a success
-        screen = setup_of("k+0/000")
+        screen = setup_of("k+0/000", "Put the blue block directly on the table", "What changed: first trial")
         assert "Put the blue block directly on the table" in screen and "What changed: first trial" in screen
         term.keys("z")
         assert "'z' does nothing while the scene is being built" in term.wait_for("does nothing")
@@ -186,7 +187,7 @@ def test_a_person_runs_a_two_level_campaign_with_the_console(tmp_path, ros_conte
         waiting_through_reruns("k+0/000", "LABEL THE EPISODE", "k+0/000")
         term.keys("y")
         # trial 2: labelled, then redone, then labelled failure
-        screen = setup_of("k+0/001")
+        screen = setup_of("k+0/001", "same level as the last trial")
         assert "same level as the last trial" in screen
         scene_then("k+0/001", "LABEL THE EPISODE", "k+0/001")
         term.keys("r")
@@ -198,7 +199,7 @@ def test_a_person_runs_a_two_level_campaign_with_the_console(tmp_path, ros_conte
         term.close()
         time.sleep(1.0)  # the console stays away a moment, the prompt open, before the person restarts it
         term = person.term = Terminal(session, command, console_env, proc)
-        screen = setup_of("k+1/000")
+        screen = setup_of("k+1/000", "1 level further out")
         assert "1 level further out (level 0 -> 1): blue_block_raise 0 -> 0.25 in" in screen
         term.keys("s")
         # trial 4: an e-stop during the episode, released; the trial runs again
