@@ -178,8 +178,13 @@ def test_a_person_runs_a_two_level_campaign_with_the_console(tmp_path, ros_conte
 
     try:
         # trial 1: a wrong key first, then the scene, then a success
-        screen = setup_of("k+0/000", "Put the blue block directly on the table", "What changed: first trial")
-        assert "Put the blue block directly on the table" in screen and "What changed: first trial" in screen
+        screen = unwrapped(setup_of("k+0/000", "Put the blue block directly on the table", "[Enter] scene ready"))
+        # the first attempt's reset may have been aborted already (a state delayed under load):
+        # the box then says so, and still that this is the session's first trial
+        assert "Put the blue block directly on the table" in screen
+        assert "What changed: first trial" in screen or (
+            "attempt 1 was aborted" in screen and "first trial of this session" in screen), screen
+        person.handled["k+0/000"] = len(aborted("k+0/000"))  # answered by this very prompt
         term.keys("z")
         assert "'z' does nothing while the scene is being built" in term.wait_for("does nothing")
         scene_then("k+0/000", "EPISODE RUNNING", "k+0/000")
@@ -227,6 +232,9 @@ def test_a_person_runs_a_two_level_campaign_with_the_console(tmp_path, ros_conte
         if proc.poll() is None:
             proc.kill()
     assert "campaign people done" in out
+    stalls = [line for line in out.splitlines() if "behind the wall clock" in line]
+    if stalls:  # the stand-in's own pauses (a busy host): what to read first when this test fails
+        sys.stderr.write("the stand-in stalled:\n" + "\n".join(stalls) + "\n")
     with ResultsStore(db) as store:
         rows = {r.trial_id.split("/", 1)[1]: r for r in store.rows("people")}
         assert {k: (r.status, r.outcome, r.source) for k, r in rows.items()} == {

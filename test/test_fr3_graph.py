@@ -183,7 +183,10 @@ def test_a_campaign_counts_a_reflex_reruns_a_driver_fault_and_warms_the_policy_u
             if len(trials()) < 2:
                 graphs.fail(proc, f"the second trial never got going (ticks per trial {Counter(ticks)})")
             inject.publish(String(data=json.dumps({"driver": "crash"})))
-            watch.spin(4.0)  # a person restarts franka's bring-up (the trial is retried meanwhile)
+            # a person restarts franka's bring-up 6 s later (the trial is retried meanwhile): the
+            # runner first waits up to 1 s for the arm's state to come back by itself (stop rule 4),
+            # then finds the driver gone within its recovery's 3 s wait for the services
+            watch.spin(6.0)
             inject.publish(String(data=json.dumps({"driver": "restart"})))
             out = graphs.finish(proc, timeout=400)
         finally:

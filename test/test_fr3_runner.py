@@ -289,8 +289,8 @@ def test_the_runner_resets_never_applies_a_bad_command_and_serves_a_cancel_mid_e
     assert status.get("reflexes") == 0 and status.get("refused_trajectories") == 0, status
 
 
-def test_frozen_merged_joint_states_a_reflex_and_a_driver_fault_each_end_the_episode_honestly_and_recover(robot):
-    """Three faults mid-episode, each with the runner's verdict and the recovery before the
+def test_frozen_merged_joint_states_a_reflex_a_delayed_state_and_a_driver_fault_each_end_the_episode_honestly(robot):
+    """Four faults mid-episode, each with the runner's verdict and the recovery before the
     next trial:
     - the robot's network fault while the policy holds the arm still: franka's broadcaster
       stops, joint_state_publisher keeps republishing the last values with fresh stamps; the
@@ -298,6 +298,8 @@ def test_frozen_merged_joint_states_a_reflex_and_a_driver_fault_each_end_the_epi
     - a reflex during the policy's motion (the hand driven down into the table): the episode
       ends for the person's label (failure by default), it is not aborted; the next prepare
       recovers the robot (franka's procedure) and resets from where the arm stopped;
+    - the arm's joint states held on their way (the middleware) during the policy's motion: the
+      state comes back by itself, so the robot never stopped the motion: aborted, run again;
     - the driver process dies: aborted; no recovery until it is back."""
     s = robot
     # 1. a fault with the arm held still
@@ -332,7 +334,19 @@ def test_frozen_merged_joint_states_a_reflex_and_a_driver_fault_each_end_the_epi
     assert peak.max() < 1.0 and status["error"] == "" and status["hardware_active"]
     assert np.max(np.abs(stopped - np.array(CONFIG.reset.pose))) > 0.3  # it had to come back a long way
 
-    # 3. the driver dies mid-episode
+    # 3. the middleware holds the arm's joint states 0.5 s during the policy's motion (Fast DDS
+    #    held the stand-in's publish about that long while a participant came or went)
+    handle = s.start("delayed", 300, lambda tick: 0.05 * DOWN)
+    s.ticking("delayed")
+    before = s.fresh_status()
+    s.inject({"delay_arm_state_s": 0.5})
+    result, _ = s.result(handle)
+    assert result.outcome.name == "ABORTED" and "came back without a recovery" in result.reason, result.reason
+    assert result.details["stop"] == "state_delayed", result.details
+    after = s.fresh_status()
+    assert (after["reflexes"], after["faults"]) == (before["reflexes"], before["faults"])  # the robot never stopped
+
+    # 4. the driver dies mid-episode
     handle = s.start("driver", 300, lambda tick: 0.05 * DOWN)
     s.ticking("driver")
     s.inject({"driver": "crash"})

@@ -28,7 +28,14 @@ from indgen_robot.arm_state import ClockCheck, Sample, StateSource
 from indgen_robot.episode_loop import EpisodeLoop
 from indgen_robot.motion import NoFreshState
 from indgen_robot.reset import SETTLE_S, ResetSequence, at_pose, at_rest
-from indgen_robot.safety import StopKind, TickChecks, TickInputs, classify_fault, classify_robot_errors
+from indgen_robot.safety import (
+    StopKind,
+    TickChecks,
+    TickInputs,
+    classify_fault,
+    classify_robot_errors,
+    settle_unexplained,
+)
 
 pytest.importorskip("mujoco")
 CONFIG = load_robot_config("fr3_robotiq_zed")
@@ -192,6 +199,43 @@ def test_a_fault_while_the_arm_is_held_still_is_the_systems():
     assert stop.kind is StopKind.SYSTEM and "held still" in stop.reason
     crashed = classify_fault(sc.arm.history(), sc.motion.segments(), sc.arm.age(), driver_alive=False)
     assert crashed.kind is StopKind.SYSTEM and "driver is down" in crashed.reason
+
+
+def test_a_state_that_comes_back_by_itself_was_delayed_not_stopped_and_a_silent_one_is_recovered():
+    """Rule 4: on the real stack a reflex deactivates the broadcaster until the robot is
+    recovered; the arm's state that resumes by itself was only held on its way (Fast DDS held
+    the stand-in's publish about 0.3 s while a participant came or went): the robot never stopped
+    the policy's motion, the trial runs again, and nothing is recovered."""
+    sc = SimCell()
+    _drive(sc, 0.3 * DOWN, 5)  # the policy moves the arm
+    sc.arm_delayed_until = sc.t + 0.4
+    _drive(sc, 0.3 * DOWN, 3)  # the runner's ticks find the state stale
+    assert sc.arm.fresh() is None and sc.cell.error is None
+    stop = classify_fault(sc.arm.history(), sc.motion.segments(), sc.arm.age())
+    assert stop.kind is StopKind.UNEXPLAINED  # during motion, no cause to read: yet
+    settled = settle_unexplained(stop, sc.arm, sc.recover, lambda: [], wait=sc.wait)
+    assert settled.kind is StopKind.SYSTEM and settled.aborted, settled
+    assert "came back without a recovery" in settled.reason and sc.recoveries == 0
+    assert settled.details == {"stop": "state_delayed"}
+    # a reflex: the broadcaster stays silent, the robot is recovered, the person labels it
+    reflexed = SimCell()
+    _fault_while_moving(reflexed)
+    stop = classify_fault(reflexed.arm.history(), reflexed.motion.segments(), reflexed.arm.age())
+    settled = settle_unexplained(stop, reflexed.arm, reflexed.recover, lambda: [], wait=reflexed.wait)
+    assert settled.kind is StopKind.UNEXPLAINED and reflexed.recoveries == 1, settled
+    # the driver's subscription vanishes while the runner waits: its process is gone, nothing to
+    # recover (a recovery that waited for its services could find a restarted driver and lose that)
+    gone = SimCell()
+    _fault_while_moving(gone)
+    stop = classify_fault(gone.arm.history(), gone.motion.segments(), gone.arm.age())
+    settled = settle_unexplained(stop, gone.arm, gone.recover, lambda: [], driver_alive=lambda: False, wait=gone.wait)
+    assert settled.aborted and settled.details == {"stop": "driver_down"} and gone.recoveries == 0, settled
+    # where the recovered robot reports what stopped it (franka_msgs), that decides
+    again = SimCell()
+    _fault_while_moving(again)
+    stop = classify_fault(again.arm.history(), again.motion.segments(), again.arm.age())
+    settled = settle_unexplained(stop, again.arm, again.recover, lambda: ["joint_reflex"], wait=again.wait)
+    assert settled.kind is StopKind.POLICY and again.recoveries == 1, settled
 
 
 def test_the_robots_own_error_report_decides_where_it_is_readable():

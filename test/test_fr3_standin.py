@@ -159,6 +159,29 @@ def test_standin_recovery_follows_frankas_procedure_in_order():
     assert cell.arm_state() is not None and cell.jtc.active and cell.jtc.holding
 
 
+def test_a_stall_of_the_standins_own_thread_pauses_the_robot_instead_of_faking_a_reflex():
+    """CI once saw the stand-in's thread stall (a busy 2-core host) mid-segment: it dropped the
+    missed steps from the physics but not from the controller's clock, so the reference jumped
+    ahead of the arm and the stand-in raised joint_acceleration_violation on a motion the runner
+    had planned within limits. A real FR3's controller runs in real time; the stand-in's stall is
+    the host's, so the robot's time (physics and controller) pauses through it."""
+    cell = StandInCell(CONFIG, builtin=True)
+    start = cell._start
+    goal = Q0 + np.r_[0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    cell.receive_trajectory(JOINTS, [Point(1.2, goal, np.zeros(7))], 0.0)
+    cell.advance_to(start + 0.5, max_steps=1000)  # mid-segment, joint 1 moving fast
+    assert cell.error is None, cell.summary()
+    moving = cell.physics.state()[1][0]
+    assert abs(moving) > 0.3
+    cell.advance_to(start + 0.8, max_steps=25)  # 300 ms late: 25 steps run, the rest is a stall
+    for i in range(1, 1200):
+        cell.advance_to(start + 0.8 + i * cell.dt, max_steps=1000)
+    assert cell.error is None, cell.summary()
+    assert cell.status.stalls == 1 and cell.status.longest_stall_s == pytest.approx(0.3 - 25 * cell.dt, abs=0.01)
+    assert np.max(cell.status.peak_acceleration) < np.max(np.array(CONFIG.arm.acceleration_limits))
+    assert np.max(np.abs(cell.physics.state()[0] - goal)) < 0.01  # the segment still ends where it was sent
+
+
 def test_standin_limits_the_torque_rate_as_franka_hardware_does():
     cell = StandInCell(CONFIG, builtin=True)
     cell.receive_trajectory(JOINTS, [Point(0.2, Q0 + 0.03, np.zeros(7))], 0.0)  # a stiff step

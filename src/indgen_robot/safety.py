@@ -17,10 +17,14 @@ state topic stops (controller_manager read()). What tells them apart, best first
 2. the driver itself gone (the trajectory controller's topic lost its subscriber): system;
 3. an arm that was held still, neither commanded to move nor moving: system (the policy
    moved nothing);
-4. the driver does not answer when the runner tries, at once, to recover the robot (franka's
+4. the arm's state comes back on its own within STATE_BACK_S, before any recovery: a reflex
+   deactivates the broadcaster and it stays silent until the robot is recovered, so a state
+   that resumes by itself was delayed on its way (the middleware, a busy host), and the robot
+   never stopped the motion: system (`state_came_back`);
+5. the driver does not answer when the runner tries, at once, to recover the robot (franka's
    error recovery action is gone with its process; the controller's subscription may outlive
    a killed process by the DDS lease time, so it alone does not tell): system;
-5. otherwise the stop came during the policy's motion with no cause to read. The arm's
+6. otherwise the stop came during the policy's motion with no cause to read. The arm's
    motion does not tell: franka's collision detection stops the arm within milliseconds of
    an impact, before its velocity has dropped by a fifth (measured against the stand-in at
    1 kHz), and a tracking lag of that size is normal in free motion. So the episode ends and
@@ -40,7 +44,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from indgen_core.trajectory import Trajectory
-from indgen_robot.arm_state import Sample
+from indgen_core.waiting import wait_until
+from indgen_robot.arm_state import Sample, StateSource
 
 
 class StopKind(enum.Enum):
@@ -87,6 +92,16 @@ def classify_robot_errors(errors: Sequence[str]) -> Stop:
     return Stop(StopKind.SYSTEM, f"robot fault: {', '.join(errors) or 'unknown error'}", {"errors": errors})
 
 
+def driver_down() -> Stop:
+    """Rule 2's stop."""
+    return Stop(
+        StopKind.SYSTEM,
+        "the arm's driver is down (its trajectory controller's topic lost its subscriber); the "
+        "trial runs again once it is back",
+        {"stop": "driver_down"},
+    )
+
+
 #: samples and segments within this long before the state stopped are looked at
 LOOK_BACK_S = 0.25
 
@@ -99,18 +114,13 @@ def classify_fault(
     still_speed: float = 0.05,
 ) -> Stop:
     """The arm's state stopped coming (franka deactivated its broadcaster, or its driver is
-    gone) and the robot reported no cause: rules 2, 3 and 5 of the module docstring (4 comes
-    after the recovery attempt: `after_recovery`).
+    gone) and the robot reported no cause: rules 2, 3 and 6 of the module docstring (4 and 5
+    come after it: `state_came_back`, `after_recovery`).
 
     `history`: the broadcaster's last samples; `segments`: what the runner sent, each with
     whether it was a commanded motion."""
     if not driver_alive:
-        return Stop(
-            StopKind.SYSTEM,
-            "the arm's driver is down (its trajectory controller's topic lost its "
-            "subscriber); the trial runs again once it is back",
-            {"stop": "driver_down"},
-        )
+        return driver_down()
     history = list(history)
     last = history[-1].stamp if history else 0.0
     commanded = any(moving for seg, moving in segments if seg.end_time >= last - LOOK_BACK_S)
@@ -141,9 +151,29 @@ class Recovery:
     reachable: bool = True
 
 
+#: how long the runner waits, holding, for the arm's state to come back on its own after an
+#: unexplained stop, before it recovers the robot (Fast DDS held a publish for about 0.3 s
+#: while a participant came or went: docs/real-robot.md)
+STATE_BACK_S = 1.0
+
+
+def state_came_back(stop: Stop, silent_for: float) -> Stop:
+    """An unexplained stop whose arm state came back by itself (rule 4): the broadcaster was
+    never deactivated, so no reflex stopped the motion; the trial runs again."""
+    if stop.kind is not StopKind.UNEXPLAINED:
+        return stop
+    return Stop(
+        StopKind.SYSTEM,
+        f"the arm's joint states paused for {silent_for:.2f} s and came back without a recovery: "
+        "franka's broadcaster was never stopped, so the robot did not stop the motion (a delay in "
+        "the middleware or a busy host); the trial runs again",
+        {"stop": "state_delayed"},
+    )
+
+
 def after_recovery(stop: Stop, recovery: Recovery, robot_errors: Sequence[str] = ()) -> Stop:
     """An unexplained stop once the runner tried to recover the robot right after it: a driver
-    that did not answer was the fault (rule 4); where the robot, recovered, reports the errors
+    that did not answer was the fault (rule 5); where the robot, recovered, reports the errors
     that stopped it (franka_msgs' last_motion_errors), they decide (rule 1)."""
     if stop.kind is not StopKind.UNEXPLAINED:
         return stop
@@ -157,6 +187,31 @@ def after_recovery(stop: Stop, recovery: Recovery, robot_errors: Sequence[str] =
     if recovery.ok and robot_errors:
         return classify_robot_errors(robot_errors)
     return stop
+
+
+def settle_unexplained(
+    stop: Stop,
+    arm: StateSource,
+    recover: Callable[[], Recovery],
+    robot_errors: Callable[[], list[str]],
+    driver_alive: Callable[[], bool] = lambda: True,
+    wait: Callable[[Callable[[], object], float], bool] = wait_until,
+) -> Stop:
+    """Rules 4 and 5 for a stop `classify_fault` left unexplained: the arm held, wait up to
+    STATE_BACK_S for its state to come back by itself (rule 2 if the driver's subscription
+    vanishes meanwhile); else recover at once (nothing moves: the controllers come back
+    holding where the arm is), and a driver that does not answer, or a recovered robot that
+    reports the errors that stopped it, says whose doing it was."""
+    if stop.kind is not StopKind.UNEXPLAINED:
+        return stop
+    before = arm.latest()
+    if wait(lambda: arm.fresh() is not None or not driver_alive(), STATE_BACK_S):
+        if not driver_alive():
+            return driver_down()
+        back = arm.latest()
+        return state_came_back(stop, back.stamp - before.stamp if back and before else float("nan"))
+    recovery = recover()
+    return after_recovery(stop, recovery, robot_errors() if recovery.ok else [])
 
 
 @dataclass

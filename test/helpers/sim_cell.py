@@ -43,6 +43,9 @@ class SimCell:
         #: every segment as the controller took it: (time, points, the measured q and dq then)
         self.sent: list[tuple[float, list, np.ndarray, np.ndarray]] = []
         self.recoveries = 0
+        #: until then the arm's samples are lost on the way (the middleware held them): the
+        #: broadcaster itself keeps running
+        self.arm_delayed_until = -float("inf")
         self.advance(0.05)
 
     # -- the robot side ------------------------------------------------------------------------------
@@ -64,9 +67,18 @@ class SimCell:
             while self._next_sample <= self.t:
                 self._next_sample += self.period
                 state = self.cell.arm_state()
-                if state is not None:
+                if state is not None and self.t >= self.arm_delayed_until:
                     self.arm.update(self.config.arm.joints, state[0], state[1], self.t)
                 self.gripper.update([self.config.gripper.joint], [self.cell.knuckle()], [0.0], self.t)
+
+    def wait(self, condition, timeout: float) -> bool:
+        """indgen_core.waiting.wait_until on the simulated clock."""
+        end = self.t + timeout
+        while not condition():
+            if self.t >= end:
+                return False
+            self.advance(0.02)
+        return True
 
     def gripper_command(self, knuckle_rad: float) -> None:
         self.cell.command_gripper(knuckle_rad)

@@ -7,7 +7,6 @@ topics and stamps (arm_state.py), every segment from the measured arm (motion.py
 sequence with fault recovery (reset.py), the episode loop and its per-tick checks
 (episode_loop.py, safety.py), and the rule that tells a system fault (aborted, run again)
 from a stop the policy's own motion caused (ended, labelled, counted: episode_result.py).
-
 Per trial, `/indgen/prepare_trial` (called by the progression manager before it asks the
 person for the scene) recovers a faulted robot, opens the gripper and moves the arm to the
 reset pose, and verifies it got there. The RunEpisode goal then runs the episode on its own
@@ -73,9 +72,9 @@ from indgen_robot.safety import (
     Stop,
     StopKind,
     TickInputs,
-    after_recovery,
     classify_fault,
     classify_robot_errors,
+    settle_unexplained,
 )
 
 #: joint states from any publisher, reliable or best effort (franka's convenience topics are
@@ -388,14 +387,9 @@ class Fr3Runner(Node):
         )
         self._set_state(RobotStatus.STATE_RUNNING, f"running {setup.trial_id}")
         end = self.loop.run(max_steps)
-        if end.stop.kind is StopKind.UNEXPLAINED:
-            # recover at once (nothing moves: the controllers come back holding where the arm
-            # is): a driver that does not answer was the fault; a robot that reports the errors
-            # that stopped it says whose doing it was
-            recovery = self.recover()
-            errors = self.robot_report.last_motion_errors() if recovery.ok else []
-            end = dataclasses.replace(end, stop=after_recovery(end.stop, recovery, errors))
-        return trial_result(setup, end)
+        alive = lambda: self.arm_pub.get_subscription_count() > 0  # noqa: E731
+        stop = settle_unexplained(end.stop, self.arm, self.recover, self.robot_report.last_motion_errors, alive)
+        return trial_result(setup, dataclasses.replace(end, stop=stop))
 
 
 def main() -> int:

@@ -26,7 +26,9 @@ set_hardware_component_state active), activate_controllers (switch_controller: t
 broadcasters and the arm controller). Test controls on /indgen/sim/stand_in/inject
 (std_msgs/String, JSON): {"fault": "communication_constraints_violation"},
 {"driver": "crash" | "restart"}, {"contact_thresholds": [7 Nm]},
-{"reset_peaks": true}. Status (JSON, latched) on /indgen/sim/stand_in/status.
+{"reset_peaks": true}, {"delay_arm_state_s": 0.5} (the arm broadcaster's samples are lost
+on the way that long, as when Fast DDS held the stand-in's publish: docs/real-robot.md).
+Status (JSON, latched) on /indgen/sim/stand_in/status.
 
 Parameters and endpoints: indgen_sim/node_interfaces.py (docs/reference/nodes.md)."""
 
@@ -122,6 +124,7 @@ class Fr3StandIn(Node):
         self._serve_recovery()
         self.setup: SetupRecord | None = None
         self._errors_seen = 0
+        self._arm_held_until = 0.0  # monotonic: a test's {"delay_arm_state_s"}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hardware", daemon=True)
         self._thread.start()
@@ -178,6 +181,8 @@ class Fr3StandIn(Node):
             if values.shape != (7,) or not np.all(values > 0):
                 raise ValueError("contact_thresholds must be 7 positive values")
             self.cell.contact_thresholds = values
+        if "delay_arm_state_s" in order:  # the broadcaster runs on; its samples are lost on the way
+            self._arm_held_until = time.monotonic() + float(order["delay_arm_state_s"])
         if order.get("reset_peaks"):
             self.cell.reset_peaks()
         self._publish_status()
@@ -235,7 +240,13 @@ class Fr3StandIn(Node):
 
     def _cycle(self, due: dict, rates: dict) -> None:
         now = time.monotonic()
-        self.cell.advance_to(now)
+        stall = self.cell.advance_to(now)
+        if stall > 0.0:  # the graph's log says so: the stand-in's pause, not the robot's
+            self.get_logger().warning(
+                f"the stand-in's hardware thread fell {stall * 1000:.0f} ms behind the wall clock (a busy "
+                "host): the robot's time paused through it; a real FR3 runs on in real time",
+                throttle_duration_sec=1.0,
+            )
         errors = self.cell.status.reflexes + self.cell.status.faults
         if errors != self._errors_seen:
             self._errors_seen = errors
@@ -260,7 +271,8 @@ class Fr3StandIn(Node):
                     name=list(self.config.arm.joints), position=q.tolist(), velocity=dq.tolist(), effort=effort.tolist()
                 )
                 msg.header.stamp = stamp
-                self.arm_pub.publish(msg)
+                if now >= self._arm_held_until:  # else the middleware holds it: lost on the way
+                    self.arm_pub.publish(msg)
                 self.jsp.source(msg.name, msg.position, msg.velocity, msg.effort)
         if now >= due["measured"] and self.cell.robot_state_active():
             q, dq = self.cell.physics.state()

@@ -83,6 +83,9 @@ class CellStatus:
     peak_acceleration: np.ndarray = field(default_factory=lambda: np.zeros(7))
     #: per joint, the largest acceleration of the first 0.5 s after each (re)activation
     peak_acceleration_after_activation: np.ndarray = field(default_factory=lambda: np.zeros(7))
+    #: how often the stand-in's own thread fell behind the wall clock (the robot's time paused)
+    stalls: int = 0
+    longest_stall_s: float = 0.0
 
 
 class StandInCell:
@@ -115,21 +118,36 @@ class StandInCell:
         self._activated_at = 0.0
         self._start = time.monotonic()
         self._steps = 0
+        #: how far the robot's clock runs behind the wall clock: the sum of the stalls
+        self._lag = 0.0
         self.jtc.activate(self._hold_q, self._now(0))
 
     def _now(self, steps: int) -> float:
         return self._start + steps * self.dt
 
     # -- physics on the wall clock ------------------------------------------------------------------
-    def advance_to(self, now: float, max_steps: int = 25) -> None:
-        """Catch the physics up with the wall clock (at most max_steps steps per call: a slow
-        render is dropped from the physics rather than run late forever)."""
+    def advance_to(self, now: float, max_steps: int = 25) -> float:
+        """Catch the physics up with the wall clock, at most max_steps steps per call; the
+        seconds of a longer stall are returned.
+
+        A stall is the stand-in's own thread falling behind (a busy host, not the robot): the
+        robot's time pauses through it, physics and the controller's clock alike, and the
+        robot's clock runs that much behind the wall clock from then on. Dropping the steps from the
+        physics alone made the controller's reference jump ahead of the arm, and the stand-in
+        raised joint_acceleration_violation on a motion planned within limits (CI saw it). A
+        real FR3 whose control host misses 20 cycles in a row raises
+        communication_constraints_violation instead; tests inject that fault explicitly."""
         with self.lock:
-            due = int((now - self._start) / self.dt) - self._steps
+            due = int((now - self._lag - self._start) / self.dt) - self._steps
             for _ in range(min(max(due, 0), max_steps)):
                 self._cycle(self._now(self._steps + 1))
-            if due > max_steps:
-                self._steps += due - max_steps
+            if due <= max_steps:
+                return 0.0
+            stall = (due - max_steps) * self.dt
+            self._lag += stall
+            self.status.stalls += 1
+            self.status.longest_stall_s = max(self.status.longest_stall_s, stall)
+            return stall
 
     def _cycle(self, t: float) -> None:
         q, dq = self.physics.state()
@@ -198,7 +216,9 @@ class StandInCell:
             if not self.driver_running:
                 return "nobody subscribes: franka's driver is down"
             now = self._now(self._steps)
-            reason = self.jtc.receive(joint_names, points, start_stamp, now)
+            # a stamp is on the wall clock (monotonic); the controller runs on the robot's clock
+            start = start_stamp - self._lag if start_stamp else 0.0
+            reason = self.jtc.receive(joint_names, points, start, now)
             if reason is None:
                 hold = len(points) == 1 and points[0].velocities is not None and not np.any(points[0].velocities)
                 self.status.segments.append((time.monotonic(), hold))
@@ -337,6 +357,8 @@ class StandInCell:
                 "peak_acceleration": s.peak_acceleration.round(3).tolist(),
                 "peak_acceleration_after_activation": s.peak_acceleration_after_activation.round(3).tolist(),
                 "sim_steps": self._steps,
+                "stalls": s.stalls,
+                "longest_stall_s": round(s.longest_stall_s, 3),
                 "scenes": self.physics.scenes,
             }
 
