@@ -286,13 +286,18 @@ def test_connection_cap_and_api_key(tmp_path, monkeypatch):
     keyfile.write_text("s3cret\n")
     proc = servers.start_server("blockenv_oracle", port, "--api-key-file", str(keyfile), "--max-connections", "2")
     try:
-        with pytest.raises(PolicyUnavailable, match="401"):
-            RemotePolicy(f"ws://127.0.0.1:{port}", api_key="wrong", connect_timeout=0.5).connect()
-        first, second = (RemotePolicy(f"ws://127.0.0.1:{port}", api_key="s3cret", connect_timeout=5)
+        # a wrong key is final at once (no retry makes it right): the sentence comes long before
+        # the deadline, which is generous so that a loaded machine still sees the server's answer
+        wrong = RemotePolicy(f"ws://127.0.0.1:{port}", api_key="wrong", connect_timeout=60, backoff=(30.0, 30.0))
+        with pytest.raises(PolicyUnavailable, match=r"rejected the API key.*401"):
+            wrong.connect()
+        first, second = (RemotePolicy(f"ws://127.0.0.1:{port}", api_key="s3cret", connect_timeout=10)
                          for _ in range(2))
         first.connect(), second.connect()
+        # a full server is retried until the deadline, and the sentence names its answer, not
+        # the last try that the deadline cut short
         with pytest.raises(PolicyUnavailable, match="503"):
-            RemotePolicy(f"ws://127.0.0.1:{port}", api_key="s3cret", connect_timeout=0.5).connect()
+            RemotePolicy(f"ws://127.0.0.1:{port}", api_key="s3cret", connect_timeout=3).connect()
         assert first.infer(blockenv_request())["actions"].shape == (1, 3)
         second.close()  # its slot is free once the server has seen it go: a connect retries a 503 until then
         monkeypatch.setenv("INDGEN_POLICY_API_KEY", "s3cret")

@@ -123,11 +123,16 @@ class RemotePolicy(Policy):
         return ws, metadata
 
     def connect(self, timeout: float | None = None) -> dict[str, Any]:
-        """Connect (retrying refused connections with exponential backoff) and return the
-        server's metadata; PolicyUnavailable when `timeout` passes first."""
+        """Connect (retrying refused and busy connections with exponential backoff) and return
+        the server's metadata; PolicyUnavailable when `timeout` passes first, naming the
+        server's last answer (a 503) over a last try cut short by the deadline. A rejected API
+        key is final at once: no retry makes a wrong key right."""
+        from websockets.exceptions import InvalidStatus
+
         timeout = self.connect_timeout if timeout is None else timeout
         deadline = time.monotonic() + timeout
         delay = self.backoff[0]
+        answer: str | None = None
         while True:
             self.close()
             try:
@@ -135,8 +140,17 @@ class RemotePolicy(Policy):
                 self.connects += 1
                 return self.metadata
             except Exception as exc:  # refused, reset, handshake rejected (401, 503), DNS, bad metadata
+                reason = _reason(exc)
+                if isinstance(exc, InvalidStatus):
+                    if exc.response.status_code in (401, 403):
+                        raise PolicyUnavailable(
+                            f"the policy server at {self.uri} rejected the API key: {reason}"
+                        ) from None
+                    answer = reason
                 if time.monotonic() + delay > deadline:
-                    raise PolicyUnavailable(f"cannot reach the policy server at {self.uri}: {_reason(exc)}") from None
+                    if answer and answer != reason:
+                        reason = f"{answer} (the last try: {reason})"
+                    raise PolicyUnavailable(f"cannot reach the policy server at {self.uri}: {reason}") from None
                 time.sleep(delay)
                 delay = min(delay * 2, self.backoff[1])
 
