@@ -2,7 +2,8 @@
 a trial's result again each second until the store has it (progression_manager._commit); under
 load a real scorer once took longer than that over an aborted attempt and recorded it twice
 (`test_world_silence.py` under `scripts/under-load.sh`): a final result is refused the second time
-by the store's "done" mark, an aborted attempt had nothing to refuse it by."""
+by the store's "done" mark, an aborted attempt had nothing to refuse it by. The store now keeps
+each attempt's signature, so a scorer restarted between two republishes refuses it too."""
 
 from __future__ import annotations
 
@@ -32,8 +33,8 @@ def test_a_republished_aborted_attempt_is_recorded_once_and_a_new_one_again(tmp_
         trial = store.planned_trials(record.id)[0].trial_id
     setup = records.TaskSetup(campaign_id="again", trial_id=trial, world="blockenv", axis="blockenv_depth", level=0,
                               in_distribution=True, parameters=(), trial_index=0, seed=1, policy="blockenv_oracle")
-    scorer = LoggedProcess([graph.executable_path("scorer"), "--ros-args", "-p", f"db:={db}",
-                            "-p", "write_report:=false"])
+    command = [graph.executable_path("scorer"), "--ros-args", "-p", f"db:={db}", "-p", "write_report:=false"]
+    scorer = LoggedProcess(command)
     node = rclpy.create_node("republisher", context=ros_context)
     results = node.create_publisher(EpisodeResult, "/indgen/episode_result", RELIABLE)
 
@@ -54,6 +55,12 @@ def test_a_republished_aborted_attempt_is_recorded_once_and_a_new_one_again(tmp_
         assert spin_until(node, lambda: attempts() == ["aborted"], 15), scorer.output()[-2000:]
         for _ in range(3):  # the manager's republishing, after the scorer committed it
             results.publish(first)
+        # the scorer dies and comes back between two republishes: the new process has seen none
+        # of them, and the store refuses the attempt it already has
+        stop(scorer)
+        scorer = LoggedProcess(command)
+        assert spin_until(node, lambda: results.get_subscription_count() > 0, 30), scorer.output()[-2000:]
+        results.publish(first)
         second = attempt(records.Outcome.ABORTED, 2)
         results.publish(second)  # a new attempt: counted; the republished ones before it are not
         assert spin_until(node, lambda: len(attempts()) >= 2, 15), scorer.output()[-2000:]

@@ -16,7 +16,7 @@ from indgen_core.campaign import CampaignConfig, plan_campaign, setup_for
 from indgen_core.errors import IndGenError
 from indgen_core.operator_flow import attempt_note
 from indgen_core.records import Outcome, TrialResult
-from indgen_core.store import DuplicateResult, ResultsStore, StoreError
+from indgen_core.store import DuplicateResult, RepeatedAttempt, ResultsStore, StoreError
 
 
 @pytest.fixture
@@ -71,6 +71,34 @@ def test_commit_is_final_once_and_aborts_rerun(toy):
         assert counts["success"] == 1 and counts["aborted"] == 1 and counts["failure"] == 0
         with pytest.raises(StoreError, match="has no trial 'nope'"):
             store.commit_result(record.id, TrialResult("nope", Outcome.SUCCESS))
+
+
+def test_an_attempt_sent_again_is_recorded_once_by_any_store_handle_and_an_older_store_learns_it(toy):
+    """The graph's scorer gives each attempt its signature as key; a scorer restarted between two
+    republishes of an aborted attempt is a new handle on the store, and must refuse it too."""
+    db = toy / "r.sqlite"
+    with ResultsStore(db) as store:
+        record = toy_setup.plan_toy(store, toy)
+        first = store.pending_trials(record.id)[0]
+        # a store written before attempts had a key: the column and its index are added on open
+        store._db.execute("DROP INDEX attempts_key")
+        store._db.execute("ALTER TABLE attempts DROP COLUMN attempt_key")
+        store._db.execute("INSERT INTO attempts (campaign_id, trial_id, outcome, reason, recorded_at) "
+                          "VALUES (?, ?, 'aborted', 'recorded before keys', 0)", (record.id, first.trial_id))
+    aborted = TrialResult(first.trial_id, Outcome.ABORTED, "the world went silent")
+    with ResultsStore(db) as store:
+        assert not store.commit_result(record.id, aborted, attempt_key="sig-1")
+    with ResultsStore(db) as again:  # the restarted scorer
+        with pytest.raises(RepeatedAttempt):
+            again.commit_result(record.id, aborted, attempt_key="sig-1")
+        assert not again.commit_result(record.id, aborted, attempt_key="sig-2")  # a new attempt counts
+        assert not again.commit_result(record.id, aborted)  # unkeyed ones (in-process runner) never clash
+        success = TrialResult(first.trial_id, Outcome.SUCCESS, "ok", steps=3)
+        assert again.commit_result(record.id, success, attempt_key="sig-3")
+        with pytest.raises(RepeatedAttempt):  # the final one sent again: quiet, not a duplicate warning
+            again.commit_result(record.id, success, attempt_key="sig-3")
+        assert [a["outcome"] for a in again.attempts(record.id, first.trial_id)] == ["aborted"] * 4 + ["success"]
+        assert {r.trial_id: r for r in again.rows(record.id)}[first.trial_id].aborted_attempts == 4
 
 
 def test_second_process_reads_while_first_writes(toy):

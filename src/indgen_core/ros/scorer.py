@@ -1,9 +1,10 @@
 """scorer: commits every episode result to the results store and publishes per-level scores.
 
 Subscribes /indgen/episode_result (reliable, deep queue: no result is dropped) and commits each
-one atomically; a duplicate of an already committed trial is logged and ignored, and so is a
-republished attempt (the progression manager publishes a result again each second until it is in
-the store: under load an aborted attempt was counted twice). After each
+one atomically; a duplicate of an already committed trial is logged and ignored, and a
+republished attempt is ignored quietly (the progression manager publishes a result again each
+second until it is in the store: the store refuses an attempt whose signature it already has,
+so a scorer restarted between two republishes counts it once too). After each
 commit it publishes the LevelScore of that policy and level (the confidence sequence, verdict against
 the break threshold) and, for a certify campaign, records the level's feasibility certificate.
 When a campaign reports DONE on /indgen/campaign_status, it writes the campaign's report.
@@ -17,7 +18,6 @@ Parameters and endpoints: indgen_core/node_interfaces.py (docs/reference/nodes.m
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from pathlib import Path
 
 from rclpy.node import Node
@@ -31,10 +31,8 @@ from indgen_core.node_interfaces import ScorerParameters as Parameters
 from indgen_core.records import Outcome
 from indgen_core.ros import convert
 from indgen_core.ros.base import LATCHED, LEVEL_SCORES, RELIABLE, read_parameters, run_node, subscribe
-from indgen_core.store import DuplicateResult, ResultsStore
+from indgen_core.store import DuplicateResult, RepeatedAttempt, ResultsStore
 from indgen_msgs.msg import CampaignStatus, EpisodeResult, LevelScore
-
-KEEP_SIGNATURES = 10_000  # far more attempts than are in flight at once
 
 
 class Scorer(Node):
@@ -48,9 +46,6 @@ class Scorer(Node):
         subscribe(self, EpisodeResult, topics.EPISODE_RESULT, self._on_result, RELIABLE)
         subscribe(self, CampaignStatus, topics.CAMPAIGN_STATUS, self._on_status, LATCHED)
         self.reported: set[str] = set()
-        # signatures of the attempts committed lately: a republished one is the same message, and a
-        # non-final attempt has no "already done" mark in the store to refuse it by
-        self.committed_attempts: OrderedDict[str, None] = OrderedDict()
         self.committed = 0
         self.refused = 0
         self.get_logger().info(f"committing results to {self.store.path}")
@@ -73,10 +68,10 @@ class Scorer(Node):
         if msg.relabel:
             self._relabel(msg, result)
             return
-        if msg.signature in self.committed_attempts:
-            return  # the same attempt published again before its sender saw it in the store
         try:
-            final = self.store.commit_result(msg.campaign_id, result)
+            final = self.store.commit_result(msg.campaign_id, result, attempt_key=msg.signature)
+        except RepeatedAttempt:
+            return  # the same attempt published again before its sender saw it in the store
         except DuplicateResult as exc:
             self.get_logger().warning(str(exc))
             return
@@ -84,9 +79,6 @@ class Scorer(Node):
             self.get_logger().error(f"result for {msg.trial_id} not committed: {exc}")
             return
         self.committed += 1
-        self.committed_attempts[msg.signature] = None
-        if len(self.committed_attempts) > KEEP_SIGNATURES:
-            self.committed_attempts.popitem(last=False)
         record = self.store.campaign(msg.campaign_id)
         if final and record.purpose == campaign_mod.CERTIFY and result.outcome is Outcome.SUCCESS:
             campaign_mod.refresh_certificates(self.store, record)

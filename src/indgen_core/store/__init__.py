@@ -33,11 +33,18 @@ from pathlib import Path
 
 from indgen_core.store.artifacts import ArtifactsMixin
 from indgen_core.store.campaigns import CampaignsMixin
-from indgen_core.store.records import CampaignRecord, DuplicateResult, PlannedTrial, StoreError, TrialRow
+from indgen_core.store.records import (
+    CampaignRecord,
+    DuplicateResult,
+    PlannedTrial,
+    RepeatedAttempt,
+    StoreError,
+    TrialRow,
+)
 from indgen_core.store.results import ResultsMixin
 from indgen_core.store.tallies import TalliesMixin
 
-__all__ = ["CampaignRecord", "DuplicateResult", "PlannedTrial", "ResultsStore", "StoreError"]
+__all__ = ["CampaignRecord", "DuplicateResult", "PlannedTrial", "RepeatedAttempt", "ResultsStore", "StoreError"]
 
 
 class ResultsStore(CampaignsMixin, ResultsMixin, TalliesMixin, ArtifactsMixin):

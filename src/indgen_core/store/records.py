@@ -20,6 +20,11 @@ class DuplicateResult(StoreError):
     """A second final result for a trial that already has one; the first one stands."""
 
 
+class RepeatedAttempt(DuplicateResult):
+    """An attempt the store already has, sent again under the same attempt key (its sender
+    republishes until the store has it): nothing changes, and nothing is wrong."""
+
+
 @dataclass(frozen=True)
 class PlannedTrial:
     trial_id: str

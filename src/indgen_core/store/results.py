@@ -11,22 +11,33 @@ import time
 
 from indgen_core.records import Outcome, Source, TrialResult
 from indgen_core.store.artifacts import _artifact_kind
-from indgen_core.store.records import DuplicateResult, StoreError
+from indgen_core.store.records import DuplicateResult, RepeatedAttempt, StoreError
 from indgen_core.store.schema import StoreBase
 
 
 class ResultsMixin(StoreBase):
     """Writes: results and attempts (commit_result) and operator labels (relabel)."""
 
-    def commit_result(self, campaign_id: str, result: TrialResult) -> bool:
+    def commit_result(self, campaign_id: str, result: TrialResult, attempt_key: str | None = None) -> bool:
         """Record one episode's result atomically. Returns True when it is the trial's final
         result; an aborted (or, on the operator's redo, superseded) attempt is recorded and
         leaves the trial pending (it runs again); a skipped one marks the trial skipped. An
         operator's label goes into the label history in the same transaction. A second final
-        result for the same trial raises DuplicateResult and changes nothing."""
+        result for the same trial raises DuplicateResult and changes nothing.
+
+        `attempt_key` names the attempt as its sender knows it (the graph: the result message's
+        signature): the same key again raises RepeatedAttempt and changes nothing, so an aborted
+        attempt republished to a scorer that restarted meanwhile is still counted once."""
         outcome = Outcome.parse(result.outcome)
         now = time.time()
         with self._tx() as db:
+            if (
+                attempt_key is not None
+                and db.execute(
+                    "SELECT 1 FROM attempts WHERE campaign_id=? AND attempt_key=?", (campaign_id, attempt_key)
+                ).fetchone()
+            ):
+                raise RepeatedAttempt(f"attempt of trial '{result.trial_id}' is already recorded")
             row = db.execute(
                 "SELECT status FROM trials WHERE campaign_id=? AND trial_id=?", (campaign_id, result.trial_id)
             ).fetchone()
@@ -38,8 +49,9 @@ class ResultsMixin(StoreBase):
                     "the new one was not counted"
                 )
             db.execute(
-                "INSERT INTO attempts (campaign_id, trial_id, outcome, reason, recorded_at) VALUES (?,?,?,?,?)",
-                (campaign_id, result.trial_id, outcome.name.lower(), result.reason, now),
+                "INSERT INTO attempts (campaign_id, trial_id, outcome, reason, recorded_at, attempt_key) "
+                "VALUES (?,?,?,?,?,?)",
+                (campaign_id, result.trial_id, outcome.name.lower(), result.reason, now, attempt_key),
             )
             if outcome is Outcome.SUPERSEDED:
                 self._label(db, campaign_id, result, "superseded", now)

@@ -59,6 +59,7 @@ CREATE TABLE IF NOT EXISTS attempts (
     outcome TEXT NOT NULL,
     reason TEXT NOT NULL,
     recorded_at REAL NOT NULL,
+    attempt_key TEXT,  -- its sender's identity of the attempt (a signature): a repeat is refused
     FOREIGN KEY (campaign_id, trial_id) REFERENCES trials(campaign_id, trial_id)
 );
 CREATE TABLE IF NOT EXISTS results (
@@ -162,10 +163,17 @@ class StoreBase:
 
     def _add_columns(self) -> None:
         """Columns added within schema 1 (additive: an older store gains them, with defaults)."""
-        have = {r["name"] for r in self._db.execute("PRAGMA table_info(artifacts)")}
-        if "details_json" not in have:
-            with contextlib.suppress(sqlite3.OperationalError):  # another process added it first
-                self._db.execute("ALTER TABLE artifacts ADD COLUMN details_json TEXT NOT NULL DEFAULT '{}'")
+        for table, column, kind in (
+            ("artifacts", "details_json", "TEXT NOT NULL DEFAULT '{}'"),
+            ("attempts", "attempt_key", "TEXT"),
+        ):
+            have = {r["name"] for r in self._db.execute(f"PRAGMA table_info({table})")}
+            if column not in have:
+                with contextlib.suppress(sqlite3.OperationalError):  # another process added it first
+                    self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+        # an attempt sent again (the manager republishes until the store has it) is refused here,
+        # whichever scorer process sees it: SQLite's unique index treats NULL keys as distinct
+        self._db.execute("CREATE UNIQUE INDEX IF NOT EXISTS attempts_key ON attempts(campaign_id, attempt_key)")
 
     def close(self) -> None:
         self._db.close()
