@@ -21,12 +21,14 @@ import time
 
 import numpy as np
 
+from indgen_core.waiting import wait_until
+
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("ROS_DOMAIN_ID", "93")
 
 PONGER = """
-import rclpy, sys
-from rclpy.executors import SingleThreadedExecutor
+import os, rclpy
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from std_msgs.msg import Int64
 rclpy.init()
 node = rclpy.create_node("ponger")
@@ -35,7 +37,11 @@ node.create_subscription(Int64, "/bench/ping", pub.publish, 10)
 print("ready", flush=True)
 executor = SingleThreadedExecutor()
 executor.add_node(node)
-executor.spin()
+try:
+    executor.spin()
+except (ExternalShutdownException, KeyboardInterrupt):  # the SIGTERM the bench ends it with
+    pass
+os._exit(0)  # rclpy's own teardown at exit can hang (seen: more than 10 s)
 """
 
 
@@ -57,9 +63,7 @@ def measure(kind: str, pings: int) -> np.ndarray:
             executor.spin()
 
     threading.Thread(target=spin, daemon=True).start()
-    deadline = time.monotonic() + 30
-    while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: pub.get_subscription_count() > 0, 30, poll=0.05)
     for _ in range(20):  # warm up, and let both sides match
         got.clear()
         pub.publish(Int64(data=0))
@@ -87,7 +91,11 @@ def main() -> None:
         results = {kind: measure(kind, args.pings) for kind in ("single", "multi")}
     finally:
         ponger.terminate()
-        ponger.wait(10)
+        try:
+            ponger.wait(10)
+        except subprocess.TimeoutExpired:
+            ponger.kill()
+            ponger.wait()
     print(f"round trip over DDS between two processes, {args.pings} pings each (ms):")
     for kind, t in results.items():
         print(f"  {kind:6s}-threaded executor: p50 {np.percentile(t, 50):8.2f}  p99 {np.percentile(t, 99):8.2f}  "

@@ -29,7 +29,7 @@ def test_a_goal_answered_before_its_future_is_filed_does_not_stop_the_sender(ros
     import rclpy
     from rclpy.action import ActionClient as RclpyActionClient
 
-    from indgen_core.ros.base import ActionClient
+    from indgen_core.ros.waits import ActionClient
     from indgen_msgs.action import RunEpisode
 
     node = rclpy.create_node("action_client_race", context=ros_context)

@@ -164,7 +164,7 @@ class Session:
         return send.result()
 
     def result(self, handle, timeout=120):
-        from indgen_core.ros.base import wait_result
+        from indgen_core.ros.waits import wait_result
 
         response = wait_result(handle, timeout)
         assert response is not None, f"the episode did not end (goal status {handle.status})"
@@ -212,7 +212,7 @@ def robot(ros_context):
 
 
 def _call(client, request, timeout=30.0):
-    from indgen_core.ros.base import call
+    from indgen_core.ros.waits import call
 
     reply = call(client, request, timeout, attempt_s=25.0)  # a prepare moves the arm: it takes a while
     if reply is None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import collections
 import os
 import random
-import time
 
 import fuzz
 import graphs
@@ -46,19 +45,17 @@ def _campaign(tmp_path, profile: str) -> tuple[str, list[str]]:
 def _subscriptions(node, names: list[str]) -> dict[str, list[tuple[str, str]]]:
     assert spin_until(node, lambda: set(names) <= {n for n, _ in node.get_node_names_and_namespaces()}, 60), (
         f"graph nodes not all up: {node.get_node_names()}")
-    out = {}
+    out: dict[str, list[tuple[str, str]]] = {}
+
+    def subscriptions_of(name: str) -> bool:
+        try:
+            out[name] = [(topic, types[0]) for topic, types in node.get_subscriber_names_and_types_by_node(name, "/")]
+        except Exception:  # NodeNameNonExistentError while discovery settles
+            out[name] = []
+        return bool(out[name])
+
     for name in names:
-        deadline = time.monotonic() + 20
-        subs = []
-        while time.monotonic() < deadline:
-            try:
-                subs = [(topic, types[0]) for topic, types in node.get_subscriber_names_and_types_by_node(name, "/")]
-            except Exception:  # NodeNameNonExistentError while discovery settles
-                subs = []
-            if subs:
-                break
-            spin_until(node, lambda: False, 0.2)
-        out[name] = subs
+        spin_until(node, lambda name=name: subscriptions_of(name), 20)
     return out
 
 

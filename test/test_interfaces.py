@@ -108,7 +108,7 @@ def test_operator_ack_service_across_processes(ros_context):
 def test_run_episode_action_with_feedback_across_processes(ros_context):
     from rclpy.action import ActionClient
 
-    from indgen_core.ros.base import wait_result
+    from indgen_core.ros.waits import wait_result
     from indgen_msgs.action import RunEpisode
     from indgen_msgs.msg import EpisodeResult, ParameterValue, TaskSetup
 

@@ -52,7 +52,7 @@ class Manager:
     def attempt(self, level: int, seed: int):
         """One attempt's result (as the bridge sent it) and its message."""
         from indgen_core.ros import convert
-        from indgen_core.ros.base import wait_result
+        from indgen_core.ros.waits import wait_result
 
         setup = twin_setup.setup("stack", level, seed)
         msg = convert.setup_to_msg(setup, self.node.get_clock().now().to_msg())

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from ros_helpers import call_with_retry, spin_until
 from indgen_core import graph, paths, records
 from indgen_core.campaign import CampaignConfig, plan_campaign
 from indgen_core.store import ResultsStore
+from indgen_core.waiting import wait_until
 
 rclpy = pytest.importorskip("rclpy")
 
@@ -71,12 +71,11 @@ def test_the_scorer_commits_only_results_and_dones_signed_with_the_campaign_key(
             return store.attempt_count("sec", trial_id)
 
     def publish_until(pub, msg, done, timeout=8.0) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def published_and_done() -> bool:  # publish again each half second until it is done
             pub.publish(msg)
-            if spin_until(node, done, 0.5):
-                return True
-        return False
+            return spin_until(node, done, 0.5)
+
+        return wait_until(published_and_done, timeout, poll=0.0)
 
     try:
         assert spin_until(node, lambda: results.get_subscription_count() > 0, 30)

@@ -6,7 +6,7 @@ Each used to carry its own `deadline = time.monotonic() + timeout` loop, and the
 differed where it matters (a wall clock instead of a monotonic one, a sleep that overshoots
 the deadline, a stop request seen only after the next sleep, a final check forgotten).
 `wait_until` is the one deadline loop for the whole project: the ROS layer's waits for
-futures and servers (`indgen_core.ros.base`) and the tests' waits are built on it.
+futures and servers (`indgen_core.ros.waits`) and the tests' waits are built on it.
 """
 
 from __future__ import annotations

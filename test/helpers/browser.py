@@ -14,11 +14,12 @@ import json
 import shutil
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import websockets
+
+from indgen_core.waiting import wait_until
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -65,11 +66,14 @@ def open_page(
         )
         try:
             port_file = Path(profile) / "DevToolsActivePort"
-            deadline = time.monotonic() + timeout
-            while not port_file.exists() or not port_file.read_text().strip():
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("chromium did not open its DevTools port")
-                time.sleep(0.05)
+
+            def port_written() -> bool:
+                return port_file.exists() and bool(port_file.read_text().strip())
+
+            if not wait_until(lambda: port_written() or proc.poll() is not None, timeout, poll=0.05) or (
+                not port_written()
+            ):
+                raise RuntimeError("chromium did not open its DevTools port")
             port = int(port_file.read_text().split()[0])
             return asyncio.run(asyncio.wait_for(_drive(port, url, evaluate, screenshot, width), timeout))
         finally:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from indgen_core.ros.base import LATCHED, call
+from indgen_core.ros.base import LATCHED
+from indgen_core.ros.waits import call
 
 
 class ScriptedOperator:

@@ -36,7 +36,8 @@ from indgen_core.operator_flow import OperatorFlow
 from indgen_core.records import Outcome, TrialResult
 from indgen_core.records import TaskSetup as SetupRecord
 from indgen_core.ros import convert
-from indgen_core.ros.base import LATCHED, RELIABLE, ActionClient, read_parameters, run_node, serve, subscribe
+from indgen_core.ros.base import LATCHED, RELIABLE, read_parameters, run_node, serve, subscribe
+from indgen_core.ros.waits import ActionClient
 from indgen_core.ros.world_link import WorldLink
 from indgen_core.runner import TooManyAborts, run_campaign
 from indgen_core.store import ResultsStore

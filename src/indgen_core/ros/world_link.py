@@ -15,7 +15,7 @@ from indgen_core import messages, topics
 from indgen_core.records import Outcome, TrialResult
 from indgen_core.records import TaskSetup as SetupRecord
 from indgen_core.ros import convert
-from indgen_core.ros.base import wait_future, wait_result, wait_server
+from indgen_core.ros.waits import wait_future, wait_result, wait_server
 from indgen_core.waiting import wait_until
 from indgen_msgs.action import RunEpisode
 from indgen_msgs.msg import CampaignStatus

@@ -23,7 +23,8 @@ from std_srvs.srv import SetBool, Trigger
 
 from indgen_core import operator as op
 from indgen_core import topics
-from indgen_core.ros.base import LATCHED, LEVEL_SCORES, LOCKSTEP, call, subscribe
+from indgen_core.ros.base import LATCHED, LEVEL_SCORES, LOCKSTEP, subscribe
+from indgen_core.ros.waits import call
 from indgen_msgs.msg import (
     CampaignStatus,
     ControlTick,

@@ -21,7 +21,7 @@ from std_srvs.srv import Trigger
 
 from indgen_core.errors import IndGenError
 from indgen_core.robot_config import RobotConfig
-from indgen_core.ros.base import ActionClient, wait_future, wait_result, wait_server
+from indgen_core.ros.waits import ActionClient, wait_future, wait_result, wait_server
 from indgen_robot.safety import Recovery
 
 STAND_IN = "/indgen/sim/stand_in"
