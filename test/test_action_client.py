@@ -1,4 +1,4 @@
-"""The action client the campaign thread sends goals with (ros/base.ActionClient): a goal whose
+"""The action client the campaign thread sends goals with (ros/waits.ActionClient): a goal whose
 reply the executor's thread takes before rclpy has filed its future must not raise in the
 sender (it stopped a campaign before its first trial: 'list.remove(x): x not in list')."""
 
