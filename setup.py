@@ -132,6 +132,7 @@ setup(
             "libero = indgen_sim.libero.cli:register",
             "console = indgen_robot.cli:register",
             "bringup = indgen_robot.cli:register_bringup",
+            "estop = indgen_robot.cli:register_estop",
         ],
     },
     zip_safe=False,

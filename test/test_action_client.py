@@ -47,3 +47,57 @@ def test_a_goal_answered_before_its_future_is_filed_does_not_stop_the_sender(ros
         assert pending not in client._futures
     finally:
         node.destroy_node()
+
+
+def test_an_episode_result_is_delivered_without_waiting_for_another_event(ros_context):
+    """threaded_execute (ros/base.py) wakes its executor once the episode's result is set. The
+    episode thread calls goal_handle.succeed() first, which wakes the server's executor while
+    the result is not set yet; the executor then waits for its next event with the result
+    unsent. Here nothing else happens on the server (spin() with no timeout, no timer): the one
+    result request is answered within the episode's own 0.3 s after succeed(), not after an
+    unrelated event or the client's re-ask (waits.wait_result re-asks after 2 s)."""
+    import threading
+    import time
+
+    import rclpy
+    from rclpy.action import ActionServer
+    from rclpy.executors import SingleThreadedExecutor
+
+    from indgen_core.ros.base import threaded_execute
+    from indgen_core.ros.waits import ActionClient
+    from indgen_core.waiting import wait_until
+    from indgen_msgs.action import RunEpisode
+
+    server = rclpy.create_node("episode_server", context=ros_context)
+
+    def episode(goal_handle):
+        goal_handle.succeed()  # as the runner's _execute does, before it returns the result
+        time.sleep(0.3)
+        return RunEpisode.Result()
+
+    ActionServer(server, RunEpisode, "/wake/run_episode", execute_callback=threaded_execute(server, episode))
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(server)
+    threading.Thread(target=executor.spin, daemon=True).start()
+    client_node = rclpy.create_node("episode_client", context=ros_context)
+    client_executor = SingleThreadedExecutor(context=ros_context)
+    client_executor.add_node(client_node)
+    stop = threading.Event()
+    threading.Thread(target=lambda: [client_executor.spin_once(0.02) for _ in iter(stop.is_set, True)],
+                     daemon=True).start()
+    try:
+        client = ActionClient(client_node, RunEpisode, "/wake/run_episode")
+        assert wait_until(client.server_is_ready, 10)
+        sent = client.send_goal_async(RunEpisode.Goal())
+        assert wait_until(sent.done, 10) and sent.result().accepted
+        started = time.monotonic()
+        result = sent.result().get_result_async()  # asked once, never again
+        delivered = wait_until(result.done, 1.5)
+        print(f"result {time.monotonic() - started:.2f} s after the goal was accepted (0.3 s of episode)")
+        assert delivered, "the result waited for another event: the executor was not woken"
+    finally:
+        stop.set()
+        executor.shutdown()
+        client_executor.shutdown()
+        server.destroy_node()
+        client_node.destroy_node()

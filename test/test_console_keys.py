@@ -12,7 +12,7 @@ from indgen_core import operator as op
 from indgen_robot.console import model as m
 from indgen_robot.console.screen import render
 
-KEYS = ["enter", "space", "escape", "backspace", "?", "s", "q", "x", "y", "n", "i", "t", "r", "u", "p", "e", "z",
+KEYS = ["enter", "space", "escape", "backspace", "?", "s", "q", "x", "y", "n", "i", "t", "r", "u", "p", "e", "a", "z",
         "5", "0", "!", "tab"]
 
 
@@ -33,6 +33,8 @@ def make(state: str) -> m.ConsoleModel:
         model.prompt = m.Prompt(op.PAUSED, "p3", "t2", 1, "Paused")
     elif state == m.ESTOP:
         model.estop = True
+    elif state == m.STOPPED:  # the robot stopped and waits for the acknowledgement
+        model.awaiting_acknowledgement = True
     assert model.state == state
     return model
 
@@ -67,6 +69,8 @@ DOES = {
     (m.PAUSED, "enter"): ([m.Answer("p3", op.RESUME)], m.PAUSED),
     (m.PAUSED, "q"): ([m.Answer("p3", op.ABORT)], m.PAUSED),
     (m.ESTOP, "e"): ([m.EStop(False)], m.ESTOP),
+    (m.STOPPED, "a"): ([m.AcknowledgeStop()], m.STOPPED),
+    (m.STOPPED, "p"): ([m.Pause()], m.STOPPED),
 }
 # in a note, every printable key is text
 for key in KEYS:
@@ -76,7 +80,7 @@ DOES[(m.NOTE, "space")] = ([], m.NOTE)
 DOES[(m.NOTE, "backspace")] = ([], m.NOTE)
 DOES[(m.NOTE, "enter")] = ([], m.LABEL)
 DOES[(m.NOTE, "escape")] = ([], m.LABEL)
-STATES = [m.WAITING, m.SETUP, m.RUNNING, m.LABEL, m.RELABEL, m.NOTE, m.PAUSED, m.ESTOP]
+STATES = [m.WAITING, m.SETUP, m.RUNNING, m.LABEL, m.RELABEL, m.NOTE, m.PAUSED, m.ESTOP, m.STOPPED]
 
 
 def snapshot(model: m.ConsoleModel) -> dict:

@@ -1,6 +1,8 @@
-"""What the FR3 runner may send the arm: never garbage, never past the limits (property tests
-over arbitrary command arrays), smooth enough for franka's motion generator, and the
-controller-side interpolation both the runner and the stand-in use."""
+"""What the FR3 runner may send the arm: never garbage, never past the limits, never reaching
+further than max_lead from where it was planned (property tests over arbitrary command arrays
+and arm states), smooth enough for franka's motion generator; the torque bound the robot
+configuration's loader checks; and the controller-side interpolation both the runner and the
+stand-in use."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ CONFIG = load_robot_config("fr3_robotiq_zed")
 GATE = CommandGate(CONFIG)
 LOWER = np.array(CONFIG.arm.lower) + CONFIG.arm.position_margin
 UPPER = np.array(CONFIG.arm.upper) - CONFIG.arm.position_margin
-V_LIMIT = GATE.v_max  # a fraction of the robot's limits, capped so one tick of motion stays within max_lead
+V_LIMIT = GATE.v_max  # a fraction of the robot's limits, capped so that a segment's reach stays within max_lead
 
 anything = st.one_of(
     hnp.arrays(np.float64, st.integers(0, 12), elements=st.floats(allow_nan=True, allow_infinity=True, width=64)),
@@ -52,7 +54,46 @@ def test_no_published_point_is_ever_non_finite_or_outside_the_limits(command, gr
         assert v.shape == (7,) and np.all(np.abs(v) <= 1) and 0 <= g <= 1
         points, _ = GATE.stream(q, dq, v)
     _points_ok(points)
-    _points_ok(GATE.move_to(q, np.array(CONFIG.reset.pose), CONFIG.reset.max_speed))
+    _points_ok(GATE.segment(q, dq, GATE.toward(q, np.array(CONFIG.reset.pose), CONFIG.reset.max_speed))[0])
+
+
+def _start(q, dq):
+    """Where a segment is planned from, as ArmMotion does: the sample, within the limits."""
+    return np.clip(q, LOWER, UPPER), np.clip(dq, -V_LIMIT, V_LIMIT)
+
+
+@settings(max_examples=600, deadline=None)
+@given(q=state, dq=speed, command=hnp.arrays(np.float64, 7, elements=st.floats(-1, 1)),
+       goal=hnp.arrays(np.float64, 7, elements=st.floats(-3, 3)))
+def test_no_segment_reaches_further_than_max_lead_from_the_sampled_arm(q, dq, command, goal):
+    """The bound (indgen_core/arm_bounds.py): a streamed tick, a hold and a reset's tick each
+    end within max_lead of the pose the arm was sampled at, counting the extrapolation of the
+    sample by its velocity (up to max_extrapolation_s). So a blocked joint is pushed by a
+    reference at most max_lead ahead, and with no further command the arm goes at most max_lead
+    further, whatever the controller's path tolerance."""
+    q0, dq0 = _start(q, dq)
+    slack = np.abs(dq0) * GATE.extrapolation  # the sample extrapolated before planning
+    for points in (GATE.stream(q0, dq0, command)[0], GATE.hold(q0, dq0),
+                   GATE.segment(q0, dq0, GATE.toward(q0, goal, CONFIG.reset.max_speed))[0]):
+        assert np.all(GATE.reach(q0, points) + slack <= GATE.max_lead + 1e-9), (GATE.reach(q0, points), points)
+    near = q0 + np.clip(goal - q0, -GATE.max_lead, GATE.max_lead)
+    assert np.all(GATE.reach(q0, GATE.move_to(q0, near, 1.0)) <= GATE.max_lead + 1e-9)
+    with pytest.raises(ValueError, match="beyond max_lead"):
+        GATE.move_to(q0, q0 + GATE.max_lead * 1.5 * np.where(q0 < (LOWER + UPPER) / 2, 1.0, -1.0), 1.0)
+
+
+def test_the_speed_caps_and_the_torque_bound_are_what_the_docs_state():
+    """The figures docs/real-robot.md and the robot configuration state: the speed caps that
+    keep each segment's reach within max_lead, and the controller's worst-case torque against a
+    joint blocked at that speed (P, D, feed-forward, integral) within 0.4 of the torque limits
+    and under DROID's 40 Nm collision thresholds on joints 1-4."""
+    caps, worst = CONFIG.speed_caps(), CONFIG.worst_torques()
+    print(f"speed caps {caps.round(3).tolist()} rad/s; worst-case torque {worst.round(2).tolist()} Nm against "
+          f"{CONFIG.torque_budget().round(1).tolist()} Nm")  # pytest -s
+    assert np.allclose(caps, [0.566] * 4 + [0.764] * 3, atol=5e-4)
+    assert np.allclose(worst, [33.59] * 4 + [4.53] * 3, atol=5e-3)
+    assert np.all(worst <= CONFIG.torque_budget()) and np.all(worst[:4] < 40.0)
+    assert np.all(np.asarray(CONFIG.controller.u_clamp) <= CONFIG.torque_budget())
 
 
 @pytest.mark.parametrize("command, gripper, why", [
@@ -156,9 +197,23 @@ def test_a_robot_configuration_with_bad_values_is_one_sentence(tmp_path):
     gains = (Path(__file__).resolve().parents[1] / "config" / "robots" / "fr3_robotiq_zed" /
              "fr3_arm_controller.yaml").read_text()
     (tmp_path / "fr3_robotiq_zed").mkdir()
-    (tmp_path / "fr3_robotiq_zed" / "fr3_arm_controller.yaml").write_text(gains.replace("p: 300.0", "p: 900.0", 1))
+    controller = tmp_path / "fr3_robotiq_zed" / "fr3_arm_controller.yaml"
+    # the D term counts: the gains of the earlier configuration (p 300, d 25: 30 Nm of P alone)
+    # reach 30 + 25 x 4/3 x 0.566 = 48.9 Nm against a joint blocked at top speed
+    controller.write_text(gains.replace("p: 200.0, d: 18.0", "p: 300.0, d: 25.0", 1))
     message = _error(tmp_path, shipped)
-    assert "fr3_joint1: p 900 x max_lead 0.1 rad = 90.0 Nm exceeds 0.4 of its torque limit" in message, message
+    assert ("fr3_joint1: worst-case torque against a blocked joint 48.9 Nm (p 300 x max_lead 0.1 rad + (d 25 + ff 0) "
+            "x 0.75 rad/s + i clamp 0) exceeds 0.4 of its torque limit (34.8 Nm)") in message, message
+    controller.write_text(gains.replace("fr3_joint6: {p: 20.0, d: 1.5, i: 0.0, ff_velocity_scale: 0.0",
+                                        "fr3_joint6: {p: 20.0, d: 1.5, i: 0.0, ff_velocity_scale: 1.0", 1))
+    assert "fr3_joint6: worst-case torque" in _error(tmp_path, shipped)
+    controller.write_text(gains.replace("fr3_joint2: {p: 200.0, d: 18.0, i: 0.0,", "fr3_joint2: {p: 200.0, d: 18.0, "
+                                        "i: 5.0,", 1))
+    assert "fr3_joint2: an integral gain (5) needs a finite i_clamp" in _error(tmp_path, shipped)
+    controller.write_text(gains.replace(", u_clamp_max: 34.0, u_clamp_min: -34.0}", "}", 1))
+    assert "output clamp for fr3_joint1 (u_clamp_max/u_clamp_min inf Nm) must be set" in _error(tmp_path, shipped)
+    controller.write_text(gains)
+    assert load_robot_config(str(tmp_path / "robot.yaml")).controller.u_clamp[0] == 34.0
 
 
 def _error(folder, text: str) -> str:

@@ -207,7 +207,7 @@ def test_standin_topics_behave_like_the_real_stack_and_a_camera_frozen(ros_conte
     from std_srvs.srv import Trigger
     from trajectory_msgs.msg import JointTrajectory
 
-    from indgen_core import graph
+    from indgen_core import graph, topics
     from indgen_core.ros.base import LATCHED, LOCKSTEP
 
     env = dict(os.environ)
@@ -239,7 +239,16 @@ def test_standin_topics_behave_like_the_real_stack_and_a_camera_frozen(ros_conte
                              lambda m: camera_status.update(json.loads(m.data)), LATCHED)
     inject = node.create_publisher(String, "/indgen/sim/stand_in/inject", LOCKSTEP)
     clients = {name: node.create_client(Trigger, f"/indgen/sim/stand_in/{name}")
-               for name in ("error_recovery", "activate_hardware", "activate_controllers")}
+               for name in ("error_recovery", "activate_hardware", "activate_broadcasters", "activate_arm_controller")}
+    from indgen_core.ros.latest import LatestReader
+    from indgen_msgs.msg import FrankaRobotState
+
+    robot_state = LatestReader(ros_context, FrankaRobotState, CONFIG.arm.robot_state_topic, "robot_state_reader")
+    rates: dict[str, list] = {"robot_state": [], "controller_state": []}
+    node.create_subscription(FrankaRobotState, CONFIG.arm.robot_state_topic,
+                             lambda m: rates["robot_state"].append(time.time()), LOCKSTEP)
+    node.create_subscription(JointState, f"/{CONFIG.arm.controller}/controller_state",
+                             lambda m: rates["controller_state"].append(time.time()), LOCKSTEP)
     trajectory_topic = CONFIG.arm.trajectory_topic
 
     def call(name):
@@ -260,6 +269,17 @@ def test_standin_topics_behave_like_the_real_stack_and_a_camera_frozen(ros_conte
         assert list(got["merged"][-1][1].name) == JOINTS and list(got["arm"][-1][1].name) == JOINTS
         assert list(got["gripper"][-1][1].name) == [CONFIG.gripper.joint]
         assert got["measured_reliable"] == []
+        # franka's full robot state (its layout) and the JTC's controller_state, at franka's 1 kHz
+        assert spin_until(node, lambda: "published" in status, 10)
+        before = dict(status)
+        assert spin_until(node, lambda: status["time"] > before["time"] + 1.5, 10)
+        for topic, received in rates.items():
+            rate = (status["published"][topic] - before["published"][topic]) / (status["time"] - before["time"])
+            print(f"{topic}: {rate:.0f} Hz published, {len(received)} received here")  # pytest -s
+            assert rate > 900, (topic, rate)  # franka's 1 kHz
+            assert received
+        state = robot_state.take()
+        assert state.robot_mode in (1, 2) and list(state.measured_joint_state.name) == JOINTS
         # nobody reads the cameras yet: the wrapper grabs nothing
         assert spin_until(node, lambda: "streams_on" in camera_status, 30) and camera_status["streams_on"] == []
         image = node.create_subscription(Image, CONFIG.cameras["exterior_1"], keep("image"), LOCKSTEP)
@@ -289,13 +309,22 @@ def test_standin_topics_behave_like_the_real_stack_and_a_camera_frozen(ros_conte
         assert len({tuple(m.position) for m in late}) == 1 and len({tuple(m.velocity) for m in late}) == 1
         assert late[-1].header.stamp.sec + late[-1].header.stamp.nanosec * 1e-9 > faulted + 0.5
         assert [t for t, _ in got["gripper"] if t > faulted + 0.1]  # the Robotiq goes on
+        assert not [t for t in rates["robot_state"] if t > faulted + 0.1]  # a broadcaster too
         assert spin_until(node, lambda: status.get("hardware_active") is False, 5), status
-        # franka's recovery procedure, in order
+        # franka's recovery procedure, in order: the state first, nothing moves; then the controller
         assert not call("activate_hardware").success
         assert call("error_recovery").success and call("activate_hardware").success
-        assert call("activate_controllers").success
+        assert call("activate_broadcasters").success
         back = time.time()
         assert spin_until(node, lambda: got["arm"][-1][0] > back, 5)
+        assert spin_until(node, lambda: rates["robot_state"][-1] > back, 5)
+        spin_until(node, lambda: False, 0.2)
+        state = robot_state.take()  # what stopped the last motion, as libfranka reports it after recovery
+        assert [n for n in state.last_motion_errors.get_fields_and_field_types()
+                if getattr(state.last_motion_errors, n)] == ["communication_constraints_violation"]
+        assert spin_until(node, lambda: status.get("controllers", {}).get(CONFIG.arm.controller) is False, 5)
+        assert call("activate_arm_controller").success
+        assert spin_until(node, lambda: status.get("controllers", {}).get(CONFIG.arm.controller) is True, 5)
         # the driver dies: its controller's subscription goes with it; restarted, it is back
         publisher = node.create_publisher(JointTrajectory, trajectory_topic, LOCKSTEP)
         assert spin_until(node, lambda: publisher.get_subscription_count() == 1, 10)
@@ -304,8 +333,9 @@ def test_standin_topics_behave_like_the_real_stack_and_a_camera_frozen(ros_conte
         assert spin_until(node, lambda: not clients["error_recovery"].service_is_ready(), 10)
         send({"driver": "restart"})
         assert spin_until(node, lambda: publisher.get_subscription_count() == 1, 10)
-        assert call("error_recovery").success
+        assert call("error_recovery").message == topics.STAND_IN_NO_FAULT  # restarted: nothing to recover from
     finally:
+        robot_state.close()
         node.destroy_node()
         for p in (cameras, proc):
             stop(p)

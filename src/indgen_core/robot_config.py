@@ -4,26 +4,30 @@ edits for their cell. The runner (indgen_robot) and the stand-in (indgen_sim) re
 file, so the stand-in offers exactly the interface the real bring-up must provide; it lives in
 the core because both sides read it and neither may import the other.
 
-The arm controller's gains and tolerances are not repeated here: they are read from the
-ros2_control YAML the spawner loads (`bringup.arm_controllers`), so the bound the runner
-promises (the reference never leads the measured arm by more than `arm.max_lead`, which with
-the controller's p gains is at most `arm.lead_torque_fraction` of each joint's torque limit)
-is checked against the gains the controller really runs with.
+The arm controller's gains, clamps and tolerances are not repeated here: they are read from
+the ros2_control YAML the spawner loads (`bringup.arm_controllers`), so the bounds the runner
+promises (no segment carries the reference more than `arm.max_lead` ahead of the measured arm,
+and the controller's worst-case torque against a blocked joint stays within
+`arm.max_torque_fraction` of its limit: indgen_core/arm_bounds.py) are checked against the
+gains the controller really runs with.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from indgen_core import paths
+from indgen_core import arm_bounds, paths
+from indgen_core.arm_controller import ArmController, read_arm_controller
 from indgen_core.configfile import ConfigError, load_model
 
 DOF = 7
+#: s: the shortest tail of a streamed segment (a slow segment still ends in a smooth stop)
+MIN_STOP_S = 0.1
 
 
 def _seven(v: list[float]) -> list[float]:
@@ -60,18 +64,20 @@ class ArmConfig(BaseModel):
     #: the runner commands at most these fractions of them
     velocity_fraction: float = Field(default=0.5, gt=0, le=1)
     acceleration_fraction: float = Field(default=0.3, gt=0, le=1)
+    #: each segment's tail decelerates the reference at this fraction of acceleration_limits
+    stop_fraction: float = Field(default=0.5, gt=0, le=1)
     #: rad kept clear of every position limit
     position_margin: float = Field(default=0.05, ge=0)
-    #: rad: the most the commanded reference may lead the measured arm, per joint (a blocked arm
-    #: is pushed with at most p x max_lead). The runner's speed is capped so that one tick of
-    #: motion (times lead_ticks) stays within it, and the controller's path tolerance holds the
-    #: arm beyond it.
+    #: rad, per joint: the most any segment the runner sends can carry the controller's
+    #: reference ahead of where the arm was measured (its reach: indgen_core/arm_bounds.py). It
+    #: bounds the lead over a blocked joint (which the controller pushes with at most
+    #: p x max_lead) and how far the arm moves if no further command comes (a stalled or killed
+    #: runner, a late policy); the runner caps each joint's speed to keep it.
     max_lead: list[float] = Field(default_factory=lambda: [0.1, 0.1, 0.1, 0.1, 0.15, 0.15, 0.15])
-    #: p_i x max_lead_i must stay within this fraction of torque_limits_i
-    lead_torque_fraction: float = Field(default=0.4, gt=0, le=1)
-    #: ticks of motion a blocked arm can fall behind before the next segment re-bases the
-    #: reference on it (1.5: a segment may come half a tick late and the bound still holds)
-    lead_ticks: float = Field(default=1.5, ge=1.0)
+    #: the arm controller's worst-case torque against a blocked joint (P, D, feed-forward and
+    #: integral terms: arm_bounds.worst_torques) and its output clamp must stay within this
+    #: fraction of torque_limits
+    max_torque_fraction: float = Field(default=0.4, gt=0, le=1)
 
     @field_validator("joints", "lower", "upper", "velocity_limits", "acceleration_limits", "torque_limits", "max_lead")
     @classmethod
@@ -118,12 +124,22 @@ class ControlConfig(BaseModel):
     gripper_state_max_age_s: float = Field(default=0.5, gt=0)
     #: a camera frame older than this (header stamp) is not used: no command from it
     image_max_age_s: float = Field(default=0.25, gt=0)
-    #: ticks ahead each streamed segment's first point lies (indgen_robot/control.py)
-    lookahead_ticks: float = Field(default=3.0, ge=1.0, le=10.0)
+    #: ticks ahead each streamed segment's first point lies (indgen_robot/control.py): the next
+    #: tick's segment may come half a tick late without the arm slowing down
+    lookahead_ticks: float = Field(default=1.5, ge=1.0, le=10.0)
+    #: at most this long (s) the runner extrapolates a joint-state sample by its velocity to the
+    #: moment it sends a segment (part of every segment's reach)
+    max_extrapolation_s: float = Field(default=0.02, ge=0, le=0.1)
     #: |offset| between the robot's stamps and this computer's clock tolerated at start-up
     clock_tolerance_s: float = Field(default=0.05, gt=0)
-    #: how long an episode waits (holding) for the policy to be connected and warmed up
-    policy_ready_timeout_s: float = Field(default=120.0, gt=0)
+    #: how long an episode waits (holding) for the policy to be connected and warmed up (below the
+    #: progression manager's episode_timeout_s, 120 s: the graph refuses one that is not)
+    policy_ready_timeout_s: float = Field(default=60.0, gt=0)
+    #: a tick whose command has not come after command_timeout_s holds the arm and keeps waiting
+    #: for that same command up to this long (s) from the tick, as DROID's loop blocks on its
+    #: policy: the chunk's first action is then executed, not dropped; a reply later than this is
+    #: a missed tick
+    reply_timeout_s: float = Field(default=2.0, gt=0)
 
 
 class ResetConfig(BaseModel):
@@ -138,6 +154,9 @@ class ResetConfig(BaseModel):
     at_rest_speed: float = Field(default=0.05, gt=0)
     #: how long (s) the arm must stay at the pose and at rest, without a break, to count as reset
     settle_s: float = Field(default=0.3, ge=0, le=2.0)
+    #: a reset whose remaining distance to the pose shrinks by less than STALL_PROGRESS (rad) for
+    #: this long is blocked (something is in the way): the arm holds where it is measured
+    stall_s: float = Field(default=1.0, gt=0)
 
     @field_validator("method", mode="before")
     @classmethod
@@ -175,6 +194,47 @@ class RecoveryConfig(BaseModel):
     timeout_s: float = Field(default=30.0, gt=0)
 
 
+class FrankaConfig(BaseModel):
+    """What IndGen asks of franka_ros2 at bring-up (indgen_robot/bringup.py), through
+    franka_hardware's parameter services, which work only while no controller claims a command
+    interface (franka_bringup doc: idle mode), so before the arm controller is spawned."""
+
+    model_config = ConfigDict(extra="forbid")
+    #: franka_hardware recovers in place after a reflex from v3.3.0 (CHANGELOG.rst: "make
+    #: FrankaHardwareInterface error recoverable"); before it a reflex ends franka's process and
+    #: every policy collision would be re-run as a driver fault
+    min_version: str = Field(default="3.3.0", pattern=r"^\d+\.\d+\.\d+$")
+    #: franka_hardware's parameter service node (franka_param_service_server.cpp: node service_server)
+    service_prefix: str = "/service_server"
+    #: Nm per joint and N per Cartesian axis: libfranka's collision thresholds, lower = upper, the
+    #: same while accelerating and in nominal motion (DROID's FR3 config, franka_hardware.yaml:
+    #: collision_behavior 40 everywhere, applied by polymetis' setCollisionBehavior)
+    collision_torque: list[float] = Field(default_factory=lambda: [40.0] * 7)
+    collision_force: list[float] = Field(default_factory=lambda: [40.0] * 6)
+    #: the end-effector load franka compensates (SetLoad.srv): kg, m (flange frame) and kg m^2
+    #: (column-major 3 x 3). The default is the Robotiq 2F-85 (0.925 kg) with a wrist ZED Mini
+    #: (0.063 kg) and a mount, as a uniform cylinder: nominal, not identified on a robot; enter
+    #: your own (Desk identifies it). Without it the compliant wrist sags and resets may not verify.
+    load_mass: float = Field(default=1.1, ge=0)
+    load_center_of_mass: list[float] = Field(default_factory=lambda: [0.0, 0.0, 0.06])
+    load_inertia: list[float] = Field(default_factory=lambda: [0.00176, 0.0, 0.0, 0.0, 0.00176, 0.0, 0.0, 0.0, 0.00088])
+
+    @model_validator(mode="after")
+    def _sizes(self):
+        for name, size in (
+            ("collision_torque", 7),
+            ("collision_force", 6),
+            ("load_center_of_mass", 3),
+            ("load_inertia", 9),
+        ):
+            values = getattr(self, name)
+            if len(values) != size or not all(math.isfinite(v) for v in values):
+                raise ValueError(f"franka.{name} needs {size} finite values, got {len(values)}")
+        if any(v <= 0 for v in self.collision_torque + self.collision_force):
+            raise ValueError("franka's collision thresholds must be positive")
+        return self
+
+
 class RecorderConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     #: topic prefixes the recorder never subscribes to: high-rate streams (franka's 1 kHz
@@ -205,18 +265,6 @@ class BringupConfig(BaseModel):
     )
 
 
-class ArmController(BaseModel):
-    """The arm controller's settings that the runner's promises depend on, as loaded from
-    bringup.arm_controllers (ros2_controllers' joint_trajectory_controller parameters)."""
-
-    p: list[float]
-    d: list[float]
-    path_tolerance: list[float]
-    goal_tolerance: list[float]
-    goal_time: float
-    interpolate_from_desired_state: bool
-
-
 class RobotConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
@@ -228,6 +276,7 @@ class RobotConfig(BaseModel):
     control: ControlConfig = ControlConfig()
     reset: ResetConfig = ResetConfig()
     recovery: RecoveryConfig = RecoveryConfig()
+    franka: FrankaConfig = FrankaConfig()
     recorder: RecorderConfig = RecorderConfig()
     #: camera name (as the DROID spec calls them: exterior_1, wrist) -> sensor_msgs/Image topic
     cameras: dict[str, str] = {}
@@ -260,9 +309,34 @@ class RobotConfig(BaseModel):
             raise ConfigError(self.name, "has no arm controller settings (bringup.arm_controllers)")
         return self._controller
 
-    def lead_torques(self) -> np.ndarray:
-        """Nm: the most the arm controller pushes a blocked joint with (p x max_lead)."""
-        return np.asarray(self.controller.p) * np.asarray(self.arm.max_lead)
+    def speed_caps(self) -> np.ndarray:
+        """rad/s per joint: the runner's speed limits (velocity_fraction of the robot's, and the
+        reach within max_lead: arm_bounds)."""
+        arm, control = self.arm, self.control
+        return arm_bounds.speed_caps(
+            np.asarray(arm.max_lead),
+            np.asarray(arm.velocity_limits) * arm.velocity_fraction,
+            control.lookahead_ticks / control.rate_hz,
+            control.max_extrapolation_s,
+            self.stop_accelerations(),
+            MIN_STOP_S,
+        )
+
+    def stop_accelerations(self) -> np.ndarray:
+        """rad/s^2: the deceleration of every segment's tail."""
+        return np.asarray(self.arm.acceleration_limits) * self.arm.stop_fraction
+
+    def worst_torques(self) -> np.ndarray:
+        """Nm per joint: the most the arm controller's command reaches against a joint blocked at
+        the runner's top speed, by its gains alone (arm_bounds.worst_torques)."""
+        ctl = self.controller
+        return arm_bounds.worst_torques(
+            ctl.p, ctl.d, ctl.ff_velocity_scale, ctl.i_clamp, self.arm.max_lead, self.speed_caps()
+        )
+
+    def torque_budget(self) -> np.ndarray:
+        """Nm per joint: max_torque_fraction of the torque limits."""
+        return self.arm.max_torque_fraction * np.asarray(self.arm.torque_limits)
 
 
 def robot_config_path(name: str) -> Path:
@@ -273,75 +347,47 @@ def load_robot_config(name: str) -> RobotConfig:
     path = robot_config_path(name)
     config = load_model(path, RobotConfig)
     if config.bringup.arm_controllers:
-        config._controller = _arm_controller(path.parent / config.bringup.arm_controllers, config)
-        _check_lead(path, config)
+        config._controller = read_arm_controller(
+            path.parent / config.bringup.arm_controllers, config.arm.controller, config.arm.joints
+        )
+        _check_bounds(path, config)
+        _check_tolerances(path, config)
     return config
 
 
-def _params_of(data: dict, name: str) -> dict | None:
-    """A node's ros__parameters in a ROS 2 parameter file, under the keys the spawner accepts
-    (controller_manager/spawner: name, /name, /**/name)."""
-    for key in (name, f"/{name}", f"/**/{name}"):
-        if isinstance(data.get(key), dict) and isinstance(data[key].get("ros__parameters"), dict):
-            return data[key]["ros__parameters"]
-    return None
-
-
-def _arm_controller(path: Path, config: RobotConfig) -> ArmController:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(path, f"cannot be read as YAML ({exc.__class__.__name__})") from None
-    name = config.arm.controller
-    params = _params_of(data, name)
-    if params is None:
-        raise ConfigError(
-            path,
-            f"has no '{name}: ros__parameters:' section (the spawner reads the controller's "
-            "type and parameters from it)",
-        )
-    if params.get("type") != "joint_trajectory_controller/JointTrajectoryController":
-        raise ConfigError(
-            path,
-            f"{name}'s type must be joint_trajectory_controller/JointTrajectoryController in its "
-            f"own ros__parameters (Jazzy's spawner reads it there), got {params.get('type')!r}",
-        )
-    if list(params.get("joints") or []) != list(config.arm.joints):
-        raise ConfigError(path, f"{name}'s joints {params.get('joints')} are not the robot's {config.arm.joints}")
-    gains, constraints = params.get("gains") or {}, params.get("constraints") or {}
-    try:
-        p = [float(gains[j]["p"]) for j in config.arm.joints]
-        d = [float(gains[j].get("d", 0.0)) for j in config.arm.joints]
-        path_tol = [float(constraints[j]["trajectory"]) for j in config.arm.joints]
-        goal_tol = [float(constraints[j].get("goal", 0.0)) for j in config.arm.joints]
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ConfigError(
-            path,
-            f"{name} needs gains.<joint>.p and constraints.<joint>.trajectory for every arm joint "
-            f"(missing or not a number: {exc})",
-        ) from None
-    return ArmController(
-        p=p,
-        d=d,
-        path_tolerance=path_tol,
-        goal_tolerance=goal_tol,
-        goal_time=float(constraints.get("goal_time", 0.0)),
-        interpolate_from_desired_state=bool(params.get("interpolate_from_desired_state", False)),
-    )
-
-
-def _check_lead(path: Path, config: RobotConfig) -> None:
+def _check_bounds(path: Path, config: RobotConfig) -> None:
+    """The torque bound (arm_bounds): by gains alone, and the controller's own output clamp."""
     arm, ctl = config.arm, config.controller
-    torques = config.lead_torques()
-    budget = arm.lead_torque_fraction * np.asarray(arm.torque_limits)
-    worst = int(np.argmax(torques / budget))
-    if torques[worst] > budget[worst] + 1e-9:
+    budget = config.torque_budget()
+    for j, joint in enumerate(arm.joints):
+        if ctl.i[j] and not math.isfinite(ctl.i_clamp[j]):
+            raise ConfigError(
+                path,
+                f"{joint}: an integral gain ({ctl.i[j]:g}) needs a finite i_clamp_max/i_clamp_min: unbounded torque",
+            )
+    worst = config.worst_torques()
+    j = int(np.argmax(worst / budget))
+    if worst[j] > budget[j] + 1e-9:
+        v = config.speed_caps()[j]
         raise ConfigError(
             path,
-            f"{arm.joints[worst]}: p {ctl.p[worst]:g} x max_lead {arm.max_lead[worst]:g} rad = "
-            f"{torques[worst]:.1f} Nm exceeds {arm.lead_torque_fraction:g} of its torque limit "
-            f"({budget[worst]:.1f} Nm); lower the gain or max_lead",
+            f"{arm.joints[j]}: worst-case torque against a blocked joint {worst[j]:.1f} Nm (p {ctl.p[j]:g} x max_lead "
+            f"{arm.max_lead[j]:g} rad + (d {ctl.d[j]:g} + ff {ctl.ff_velocity_scale[j]:g}) x "
+            f"{arm_bounds.CUBIC_OVERSHOOT * v:.2f} rad/s + i clamp {ctl.i_clamp[j]:g}) exceeds "
+            f"{arm.max_torque_fraction:g} of its torque limit ({budget[j]:.1f} Nm); lower the gains or max_lead",
         )
+    j = int(np.argmax(np.asarray(ctl.u_clamp) / budget))
+    if not ctl.u_clamp[j] <= budget[j] + 1e-9:
+        raise ConfigError(
+            path,
+            f"{arm.controller}'s output clamp for {arm.joints[j]} (u_clamp_max/u_clamp_min "
+            f"{ctl.u_clamp[j]:g} Nm) must be set, at most {budget[j]:.1f} Nm ({arm.max_torque_fraction:g} of its "
+            "torque limit): the controller's own cap on what it commands",
+        )
+
+
+def _check_tolerances(path: Path, config: RobotConfig) -> None:
+    arm, ctl = config.arm, config.controller
     for i, joint in enumerate(arm.joints):
         if not 0 < ctl.path_tolerance[i] <= arm.max_lead[i] + 1e-9:
             raise ConfigError(

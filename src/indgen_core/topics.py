@@ -40,6 +40,7 @@ PREPARE_TRIAL = "/indgen/prepare_trial"
 ROBOT_STATUS = "/indgen/robot_status"
 ESTOP = "/indgen/estop"  # std_msgs/Bool topic and std_srvs/SetBool service
 END_EPISODE = "/indgen/end_episode"  # std_srvs/Trigger
+ACKNOWLEDGE_STOP = "/indgen/acknowledge_stop"  # std_srvs/Trigger: the operator says the arm is clear after a stop
 
 
 def camera_topic(camera: str) -> str:
@@ -49,3 +50,14 @@ def camera_topic(camera: str) -> str:
 # LIBERO (simulation only): the end-effector pose the OSC controller acts on, its command
 LIBERO_EEF_POSE = "/libero/eef_pose"
 LIBERO_OSC_COMMAND = "/libero/osc_command"
+
+# The FR3 hardware stand-in's services in place of franka's recovery interfaces (whose message
+# packages are not on PyPI): std_srvs/Trigger, one per step, in franka_hardware's order. The
+# first three restore the robot's state (nothing moves: no controller claims a command
+# interface); the last re-enables torque control (the runner asks the operator first).
+STAND_IN = "/indgen/sim/stand_in"
+STAND_IN_STATE_STEPS = ("error_recovery", "activate_hardware", "activate_broadcasters")
+STAND_IN_TORQUE_STEP = "activate_arm_controller"
+#: the stand-in's error_recovery answer when the robot was in no fault (franka's action succeeds
+#: then too; the real runner asks controller_manager for the hardware component's state)
+STAND_IN_NO_FAULT = "no error to recover from"

@@ -1,4 +1,5 @@
-"""`indgen console` and `indgen bringup` (registered through the `indgen.commands` entry point)."""
+"""`indgen console`, `indgen estop` and `indgen bringup` (registered through the `indgen.commands`
+entry point)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,29 @@ def cmd_console(args: argparse.Namespace) -> int:
 
     model = ConsoleModel(operator=args.operator, role="watch" if args.watch else "operate")
     return run_console(model, watch=args.watch)
+
+
+def register_estop(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "estop",
+        help="engage (or --release) the soft e-stop of a running real-robot graph",
+        description="Engage the soft e-stop: the FR3 runner holds at once, aborts the trial and refuses new ones "
+        "until it is released. It asks the runner's /indgen/estop service and prints its answer; where no "
+        "service answers it publishes on the topic as a pedal node must (reliable, transient local, after the "
+        "runner's reader matched, until acknowledged). The hardware e-stop within reach is what keeps people "
+        "safe; this is the software's. Exit 0 when the runner took it, 1 when nobody did.",
+    )
+    p.add_argument("--release", action="store_true", help="release it instead (the aborted trial runs again)")
+    p.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the runner (default 5)")
+    p.set_defaults(func=cmd_estop)
+
+
+def cmd_estop(args: argparse.Namespace) -> int:
+    from indgen_robot.ros.estop_client import send_estop
+
+    ok, message, _ = send_estop(not args.release, args.timeout)
+    print(message)
+    return 0 if ok else 1
 
 
 def register_bringup(sub: argparse._SubParsersAction) -> None:

@@ -135,6 +135,11 @@ FR3_RUNNER_ENDPOINTS = (
         "the soft e-stop: hold at once, abort the trial, refuse new ones until released",
     ),
     serves(topics.END_EPISODE, "std_srvs/srv/Trigger", "the person ends the running episode now"),
+    serves(
+        topics.ACKNOWLEDGE_STOP,
+        "std_srvs/srv/Trigger",
+        "the operator says the arm is clear after a stop: torque control is re-enabled before the next reset",
+    ),
     subscribes(
         topics.ESTOP,
         "std_msgs/msg/Bool",
@@ -151,13 +156,18 @@ FR3_RUNNER_ENDPOINTS = (
     subscribes(
         "<robot.arm.state_topic>",
         "sensor_msgs/msg/JointState",
-        "the arm's own joint_state_broadcaster (silent on a fault)",
+        "the arm's own joint_state_broadcaster (silent on a fault): its newest sample, taken at 100 Hz",
     ),
-    subscribes("<robot.gripper.state_topic>", "sensor_msgs/msg/JointState", "the gripper's own joint states"),
+    subscribes(
+        "<robot.gripper.state_topic>",
+        "sensor_msgs/msg/JointState",
+        "the gripper's own joint states: the newest, taken at 100 Hz",
+    ),
     subscribes(
         "<robot.arm.robot_state_topic>",
         "franka_msgs/msg/FrankaRobotState",
-        "the robot's mode and errors, where franka_msgs is installed",
+        "the robot's mode and errors (franka_msgs where installed, else indgen_msgs' copy of its layout, which only "
+        "the stand-in publishes): the newest sample, taken at each tick and after a recovery",
     ),
     publishes(
         "<robot.arm.trajectory_topic>",

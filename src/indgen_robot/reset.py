@@ -8,10 +8,19 @@ The sequence, every step from the measured arm (motion.py):
    the arm is, and the next segment starts there.
 2. Hold and wait until the arm is at rest.
 3. Open the gripper (DROID's reset opens it before moving).
-4. One smooth segment to the reset pose (control.CommandGate.move_to), then verify: within
-   reset.tolerance of the pose and at rest, by fresh samples, for reset.settle_s without a
-   break (one quiet sample at the end of the segment proves nothing: the controller still
-   settles the arm, and it may move again), within reset.timeout_s.
+4. Stream towards the reset pose tick by tick, as a policy's motion is streamed (each segment
+   from the measured arm, within max_lead: control.py), along the straight line in joint space
+   and slowing near the pose; the last few millimetres are one rest-to-rest segment. The
+   reset's measured progress is watched like an episode's: a reset whose distance to the pose
+   stops shrinking for reset.stall_s is blocked (something is in the way) and holds at the
+   measured pose; a state that stops during the reset is waited for up to STATE_BACK_S, and
+   when it comes back the arm holds at once and the reset goes on; one that does not come back
+   abandons the reset, and the hold it was owed goes out as soon as the state returns. So a
+   reset pushes an obstacle no harder than an episode can, whatever the controller's path
+   tolerance.
+5. Verify: within reset.tolerance of the pose and at rest, by fresh samples, for
+   reset.settle_s without a break (one quiet sample at the end of the segment proves nothing:
+   the controller still settles the arm, and it may move again), within reset.timeout_s.
 Before an episode starts the runner asks `settled()` again: the arm must still be at the pose
 and at rest for reset.settle_s (a person building the scene may have bumped it); it waits,
 holding, up to SETTLE_S for that, and the trial is aborted (re-run, never scored) if not.
@@ -30,12 +39,17 @@ import numpy as np
 from indgen_core.robot_config import RobotConfig
 from indgen_robot.arm_state import Sample, StateSource
 from indgen_robot.motion import ArmMotion, NoFreshState
-from indgen_robot.safety import Recovery
+from indgen_robot.safety import STATE_BACK_S, Recovery
 
 #: how long to wait for the robot's first joint states when none came yet
 FIRST_STATE_S = 5.0
 #: how long the arm may take to come to rest before the reset segment
 SETTLE_S = 3.0
+#: rad: a reset that brings its farthest joint this much closer to the pose makes progress
+STALL_PROGRESS = 0.005
+
+
+STALE_DURING_RESET = "the arm's state went stale during the reset (a reflex or a fault)"
 
 
 class RobotPort(Protocol):
@@ -47,6 +61,10 @@ class RobotPort(Protocol):
     def gripper_command(self, knuckle_rad: float) -> None: ...
 
     def recover(self) -> Recovery: ...
+
+    def enable_torque(self) -> Recovery:
+        """Torque control on (a no-op while it is): after a stop, only once the operator has
+        acknowledged it (torque_control.py)."""
 
 
 def at_rest(sample: Sample | None, speed: float) -> tuple[bool, str]:
@@ -82,6 +100,8 @@ class ResetSequence:
         self.arm: StateSource = motion.arm
         self.port = port
         self.sleep, self.clock = sleep, clock
+        #: s: the last state gap a reset waited out (its stamps)
+        self.paused_s = 0.0
 
     def _wait(
         self, check: Callable[[], tuple[bool, str]], timeout: float, progress, should_stop, dwell: float = 0.0
@@ -119,6 +139,9 @@ class ResetSequence:
             if arm.latest() is None:
                 return False, f"no joint states from the arm on {config.arm.state_topic}: is its bring-up running?"
         if arm.fresh() is None:
+            # a state that comes back by itself was only delayed (the middleware, a busy host)
+            self._wait(lambda: (arm.fresh() is not None, ""), STATE_BACK_S, progress, should_stop)
+        if arm.fresh() is None:
             recovery = self.port.recover()
             message = recovery.message
             if not recovery.ok:
@@ -133,6 +156,9 @@ class ResetSequence:
                     f"the arm's state did not come back within {config.recovery.timeout_s:g} s of the "
                     f"recovery ({message})",
                 )
+        enabled = self.port.enable_torque()  # on already, or off after a stop: only once acknowledged
+        if not enabled.ok:
+            return False, enabled.message
         clock_problem = arm.check.problem(f"the arm's state ({config.arm.state_topic})", arm.max_age_s)
         if clock_problem:
             return False, clock_problem
@@ -146,30 +172,93 @@ class ResetSequence:
             self.motion.hold()
             return False, stop
         self.port.gripper_command(0.0)
-        try:
-            duration = self.motion.move_to(np.array(config.reset.pose), config.reset.max_speed)
-        except NoFreshState as exc:
-            return False, f"reset not started: {exc}"
-
-        def reached() -> tuple[bool, str]:
-            if arm.fresh() is None:
-                return False, "the arm's state went stale during the reset (a reflex or a fault)"
-            return at_pose(config, arm.fresh())
-
+        ok, message = self._stream_to_pose(progress, should_stop)
+        if not ok:
+            self.motion.hold()  # owed until the state returns where it is stale
+            return False, message
         ok, message = self._wait(
-            reached,
-            duration + config.reset.timeout_s,
+            self._reached,
+            config.reset.timeout_s,
             progress,
-            lambda: (
-                should_stop()
-                or (None if arm.fresh() else "the arm's state went stale during the reset (a reflex or a fault)")
-            ),
+            lambda: should_stop() or (None if arm.fresh() else STALE_DURING_RESET),
             dwell=config.reset.settle_s,
         )
         if not ok:
             self.motion.hold()
             return False, f"reset not reached: {message}"
         return True, "at the reset pose"
+
+    def _reached(self) -> tuple[bool, str]:
+        sample = self.arm.fresh()
+        if sample is None:
+            return False, STALE_DURING_RESET
+        return at_pose(self.config, sample)
+
+    def _stream_to_pose(self, progress, should_stop) -> tuple[bool, str]:
+        """Tick by tick towards the pose until the last rest-to-rest segment is sent (True), or
+        why not (the caller holds)."""
+        config, arm, gate = self.config, self.arm, self.motion.gate
+        goal = np.array(config.reset.pose)
+        sample = arm.fresh()
+        if sample is None:
+            return False, "reset not started: the arm's state is stale"
+        speed = np.minimum(gate.v_max, config.reset.max_speed)
+        deadline = self.clock() + float(np.max(np.abs(goal - sample.q) / speed)) + config.reset.timeout_s
+        best, best_at = float("inf"), self.clock()
+        last_progress = self.clock()
+        while True:
+            stop = should_stop()
+            if stop:
+                return False, stop
+            sample = arm.fresh()
+            if sample is None:
+                ok, message = self._state_gap(progress, should_stop)
+                if not ok:
+                    return False, message
+                best_at = self.clock()  # the pause is not the obstacle's
+                continue
+            error = np.abs(goal - sample.q)
+            worst = int(np.argmax(error))
+            if error[worst] <= config.reset.tolerance / 2:
+                try:
+                    self.motion.move_to(goal, config.reset.max_speed)
+                except (NoFreshState, ValueError) as exc:
+                    return False, f"reset not finished: {exc}"
+                return True, "at the reset pose"
+            if error[worst] < best - STALL_PROGRESS:
+                best, best_at = float(error[worst]), self.clock()
+            elif self.clock() - best_at >= config.reset.stall_s:
+                return False, (
+                    f"the reset is blocked: {config.arm.joints[worst]} is {error[worst]:.3f} rad from the reset pose "
+                    f"and came no closer for {config.reset.stall_s:g} s (something in the way?); the arm holds where "
+                    "it is"
+                )
+            if self.clock() >= deadline:
+                return False, f"reset not reached: {config.arm.joints[worst]} is {error[worst]:.3f} rad from the pose"
+            try:
+                self.motion.drive(gate.toward(sample.q, goal, config.reset.max_speed))
+            except NoFreshState:
+                continue
+            if progress is not None and self.clock() - last_progress > 0.5:
+                last_progress = self.clock()
+                progress()
+            self.sleep(gate.period)
+
+    def _state_gap(self, progress, should_stop) -> tuple[bool, str]:
+        """The arm's state stopped during the reset: wait up to STATE_BACK_S. Back: hold at the
+        measured pose at once (the controller ran its last segment meanwhile) and go on."""
+        before = self.arm.latest()
+        ok, _ = self._wait(lambda: (self.arm.fresh() is not None, ""), STATE_BACK_S, progress, should_stop)
+        if not ok:
+            stop = should_stop()
+            return False, stop or (
+                f"reset abandoned: the arm's state stopped for more than {STATE_BACK_S:g} s (a reflex or a fault); "
+                "the arm holds as soon as its state comes back"
+            )
+        after = self.arm.latest()
+        self.motion.hold()
+        self.paused_s = after.stamp - before.stamp if after is not None and before is not None else float("nan")
+        return True, f"the arm's state paused for {self.paused_s:.2f} s during the reset; held, then went on"
 
     def settled(
         self, progress: Callable[[], None] | None = None, should_stop: Callable[[], str | None] = lambda: None

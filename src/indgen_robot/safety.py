@@ -13,7 +13,9 @@ On the wire both look alike: franka's controllers and broadcasters go inactive a
 state topic stops (controller_manager read()). What tells them apart, best first:
 1. the robot's own report: franka_msgs/FrankaRobotState's error flags (a ROS install; the
    pip path cannot import franka_msgs, and franka_hardware logs libfranka's exception text
-   through a logger that is not a node's, so it never reaches /rosout);
+   through a logger that is not a node's, so it never reaches /rosout): a reflex of the
+   policy's motion (robot_mode REFLEX with a motion error, or those errors in
+   last_motion_errors after the recovery) is the policy's, any other error the system's;
 2. the driver itself gone (the trajectory controller's topic lost its subscriber): system;
 3. an arm that was held still, neither commanded to move nor moving: system (the policy
    moved nothing);
@@ -21,9 +23,11 @@ state topic stops (controller_manager read()). What tells them apart, best first
    deactivates the broadcaster and it stays silent until the robot is recovered, so a state
    that resumes by itself was delayed on its way (the middleware, a busy host), and the robot
    never stopped the motion: system (`state_came_back`);
-5. the driver does not answer when the runner tries, at once, to recover the robot (franka's
-   error recovery action is gone with its process; the controller's subscription may outlive
-   a killed process by the DDS lease time, so it alone does not tell): system;
+5. the driver does not answer when the runner tries, at once, to restore the robot's state
+   (franka's error recovery action is gone with its process; the controller's subscription
+   may outlive a killed process by the DDS lease time, so it alone does not tell): system;
+   and a robot that the recovery finds in no fault (its hardware component was still active)
+   never stopped the motion: system too (`no_reflex`);
 6. otherwise the stop came during the policy's motion with no cause to read. The arm's
    motion does not tell: franka's collision detection stops the arm within milliseconds of
    an impact, before its velocity has dropped by a fifth (measured against the stand-in at
@@ -61,6 +65,9 @@ class Stop:
     kind: StopKind
     reason: str
     details: dict = field(default_factory=dict)
+    #: the stamp of the arm's last sample before its state stopped (a stale-state stop): how
+    #: long the state was away is measured from here, not from whenever the stop is looked at
+    state_stopped_at: float | None = None
 
     @property
     def aborted(self) -> bool:
@@ -90,6 +97,31 @@ def classify_robot_errors(errors: Sequence[str]) -> Stop:
             {"stop": "reflex", "errors": motion},
         )
     return Stop(StopKind.SYSTEM, f"robot fault: {', '.join(errors) or 'unknown error'}", {"errors": errors})
+
+
+#: franka_msgs/FrankaRobotState.ROBOT_MODE_* (franka_ros2 v3.4.0, FrankaRobotState.msg)
+ROBOT_MODE_REFLEX, ROBOT_MODE_USER_STOPPED, ROBOT_MODE_AUTOMATIC_ERROR_RECOVERY = 4, 5, 6
+
+
+def robot_mode_stop(mode: int, current_errors: Sequence[str]) -> Stop | None:
+    """What franka's own robot state says of a stop, or None while it reports none. A reflex
+    follows the stop rule like any stop (rule 1): the policy's when its errors are motion
+    errors, the system's otherwise; the user stop and an error recovery under way are the
+    system's. (franka_hardware's read() returns ERROR in the cycle libfranka raises, so a REFLEX
+    sample may never be published; the broadcaster's silence then leads to the same rule.)"""
+    if mode == ROBOT_MODE_REFLEX:
+        if current_errors:
+            return classify_robot_errors(current_errors)
+        return Stop(
+            StopKind.UNEXPLAINED,
+            "the robot reports a reflex without naming it: label it failure if the arm hit something, or redo",
+            {"stop": "reflex"},
+        )
+    if mode == ROBOT_MODE_USER_STOPPED:
+        return Stop(StopKind.SYSTEM, "the robot's user stop (hardware e-stop) is pressed", {"stop": "user_stop"})
+    if mode == ROBOT_MODE_AUTOMATIC_ERROR_RECOVERY:
+        return Stop(StopKind.SYSTEM, "the robot is recovering from an error by itself", {"stop": "fault"})
+    return None
 
 
 def driver_down() -> Stop:
@@ -131,6 +163,7 @@ def classify_fault(
             f"the arm's joint states stopped ({silent_for:.2f} s old) while it was held "
             "still: a robot or driver fault (network, user stop, driver); the trial runs again",
             {"stop": "fault"},
+            state_stopped_at=last or None,
         )
     return Stop(
         StopKind.UNEXPLAINED,
@@ -138,6 +171,7 @@ def classify_fault(
         "read (most often a contact reflex; it may be a network fault): label it failure if the arm hit "
         "something, or redo to run the trial again if it was a fault",
         {"stop": "unexplained"},
+        state_stopped_at=last or None,
     )
 
 
@@ -149,6 +183,8 @@ class Recovery:
     message: str
     #: False when the robot's driver did not answer at all (its process is down)
     reachable: bool = True
+    #: whether the robot was in a fault when the recovery began (None: cannot tell)
+    found_fault: bool | None = None
 
 
 #: how long the runner waits, holding, for the arm's state to come back on its own after an
@@ -159,12 +195,13 @@ STATE_BACK_S = 1.0
 
 def state_came_back(stop: Stop, silent_for: float) -> Stop:
     """An unexplained stop whose arm state came back by itself (rule 4): the broadcaster was
-    never deactivated, so no reflex stopped the motion; the trial runs again."""
+    never deactivated, so no reflex stopped the motion; the trial runs again. `silent_for`:
+    the gap between the last sample before the stop and the first after it, by their stamps."""
     if stop.kind is not StopKind.UNEXPLAINED:
         return stop
     return Stop(
         StopKind.SYSTEM,
-        f"the arm's joint states paused for {silent_for:.2f} s and came back without a recovery: "
+        f"the arm's joint states paused for {silent_for:.3f} s and came back without a recovery: "
         "franka's broadcaster was never stopped, so the robot did not stop the motion (a delay in "
         "the middleware or a busy host); the trial runs again",
         {"stop": "state_delayed"},
@@ -184,6 +221,14 @@ def after_recovery(stop: Stop, recovery: Recovery, robot_errors: Sequence[str] =
             "trial runs again once it is back",
             {"stop": "driver_down"},
         )
+    if recovery.ok and recovery.found_fault is False:
+        return Stop(
+            StopKind.SYSTEM,
+            "the robot was in no fault when it was recovered (its hardware was still active), so no reflex stopped "
+            "the motion: the arm's state stopped on its way (the network, the driver, a busy host); the trial runs "
+            "again",
+            {"stop": "no_reflex"},
+        )
     if recovery.ok and robot_errors:
         return classify_robot_errors(robot_errors)
     return stop
@@ -199,17 +244,19 @@ def settle_unexplained(
 ) -> Stop:
     """Rules 4 and 5 for a stop `classify_fault` left unexplained: the arm held, wait up to
     STATE_BACK_S for its state to come back by itself (rule 2 if the driver's subscription
-    vanishes meanwhile); else recover at once (nothing moves: the controllers come back
-    holding where the arm is), and a driver that does not answer, or a recovered robot that
-    reports the errors that stopped it, says whose doing it was."""
+    vanishes meanwhile); else restore the robot's state at once (`recover`: franka's error
+    recovery, the hardware and its broadcasters; the arm controller stays off until the
+    operator acknowledges, so nothing moves), and a driver that does not answer, a robot found
+    in no fault, or a recovered robot that reports the errors that stopped it, says whose
+    doing it was."""
     if stop.kind is not StopKind.UNEXPLAINED:
         return stop
-    before = arm.latest()
+    before = stop.state_stopped_at
     if wait(lambda: arm.fresh() is not None or not driver_alive(), STATE_BACK_S):
         if not driver_alive():
             return driver_down()
         back = arm.latest()
-        return state_came_back(stop, back.stamp - before.stamp if back and before else float("nan"))
+        return state_came_back(stop, back.stamp - before if back is not None and before else float("nan"))
     recovery = recover()
     return after_recovery(stop, recovery, robot_errors() if recovery.ok else [])
 
@@ -225,7 +272,7 @@ class TickInputs:
     arm_age: float
     gripper_fresh: bool
     gripper_age: float
-    robot_fault: str | None  # robot_mode != MOVE/IDLE where franka_msgs reports it
+    robot_fault: Stop | None  # what franka reports of itself (robot_mode, errors) where franka_msgs is read
     end_requested: str
 
 
@@ -245,8 +292,8 @@ class TickChecks:
             return Stop(StopKind.SYSTEM, "cancelled by the progression manager")
         if now.policy_lost:
             return Stop(StopKind.SYSTEM, now.policy_lost)
-        if now.robot_fault:
-            return Stop(StopKind.SYSTEM, now.robot_fault)
+        if now.robot_fault is not None:
+            return now.robot_fault
         if now.arm is None:
             return fault(now.arm_age)
         if not now.gripper_fresh:

@@ -13,7 +13,7 @@ from indgen_core import topics
 from indgen_core.node_declarations import param, publishes, serves, serves_action, subscribes
 
 #: the FR3 stand-in's own topics and services (simulation only)
-STAND_IN = "/indgen/sim/stand_in"
+STAND_IN = topics.STAND_IN
 SCENE_STATE = f"{STAND_IN}/scene_state"  # the scene for the camera process
 INJECT = f"{STAND_IN}/inject"  # test controls: faults, driver crashes, frozen cameras
 STATUS = f"{STAND_IN}/cameras"  # the camera process's status
@@ -103,7 +103,17 @@ class Fr3StandInParameters:
     gripper_hz: float = param(50.0, "rate of the Robotiq's joint_state_broadcaster")
     camera_hz: float = param(15.0, "rate of the scene state the camera process renders from")
     privileged: bool = param(True, "publish the object poses (sim only: the oracle and state policies need them)")
-    contact_threshold: float = param(40.0, "contact reflex threshold in Nm, every joint (DROID's FR3 setting: 40)")
+    contact_threshold: float = param(
+        0.0,
+        "contact reflex threshold in Nm, every joint (0: the robot configuration's franka.collision_torque, which "
+        "the bring-up sets on a real FR3: DROID's 40 Nm)",
+    )
+    robot_state_hz: float = param(
+        1000.0, "rate of franka_robot_state_broadcaster's full robot state (franka's: 1 kHz whatever its settings)"
+    )
+    controller_state_hz: float = param(
+        1000.0, "rate of the arm controller's controller_state (ros2_controllers' JTC: every update, 1 kHz)"
+    )
 
 
 FR3_STAND_IN_ENDPOINTS = (
@@ -121,6 +131,17 @@ FR3_STAND_IN_ENDPOINTS = (
         "joint_state_publisher's merged states, republished whether or not the source talks",
     ),
     publishes("<robot.gripper.state_topic>", "sensor_msgs/msg/JointState", "the Robotiq's joint_state_broadcaster"),
+    publishes(
+        "<robot.arm.robot_state_topic>",
+        "indgen_msgs/msg/FrankaRobotState",
+        "franka_robot_state_broadcaster's full state (franka_msgs' layout; silent on a fault)",
+    ),
+    publishes(
+        "/<robot.arm.controller>/controller_state",
+        "sensor_msgs/msg/JointState",
+        "the arm controller's state at its update rate (control_msgs/JointTrajectoryControllerState on a real "
+        "stack: not on PyPI; the recorder leaves it out by name)",
+    ),
     subscribes(
         "<robot.arm.trajectory_topic>", "trajectory_msgs/msg/JointTrajectory", "the arm's JointTrajectoryController"
     ),
@@ -136,7 +157,7 @@ FR3_STAND_IN_ENDPOINTS = (
     serves(
         f"{STAND_IN}/<step>",
         "std_srvs/srv/Trigger",
-        "error_recovery, activate_hardware, activate_controllers: franka's recovery steps",
+        "error_recovery, activate_hardware, activate_broadcasters, activate_arm_controller: franka's recovery steps",
     ),
 )
 

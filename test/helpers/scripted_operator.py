@@ -2,7 +2,9 @@
 on /indgen/operator_register and answers prompts through /indgen/operator_ack, the same
 interfaces `indgen console` uses. Before saying "scene ready" it builds the scene (on the
 stand-in: /indgen/sim/stand_in/build_scene, what a person's hands do); labels come from a
-script, one per episode, in order."""
+script, one per episode, in order. When the robot stopped and waits for the operator before it
+re-enables torque control (/indgen/robot_status), it acknowledges on /indgen/acknowledge_stop,
+as the console's `a` does (unless `acknowledge` is False)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ from indgen_core.ros.waits import call
 
 class ScriptedOperator:
     def __init__(self, context, labels: list[str | tuple[str, float, str]] | Callable | None = None,
-                 build_scene: bool = True, name: str = "scripted", end_when_placed: bool = True):
+                 build_scene: bool = True, name: str = "scripted", end_when_placed: bool = True,
+                 acknowledge: bool = True):
         import rclpy
         from rclpy.executors import SingleThreadedExecutor
         from std_srvs.srv import Trigger
@@ -45,6 +48,13 @@ class ScriptedOperator:
         from std_msgs.msg import String
 
         self.node.create_subscription(String, "/indgen/sim/stand_in/status", self._on_stand_in, LATCHED)
+        from indgen_msgs.msg import RobotStatus
+
+        self.acknowledge = acknowledge
+        self.acknowledged: list[str] = []  # the robot's message each acknowledgement answered
+        self.robot_status = None
+        self.node.create_subscription(RobotStatus, "/indgen/robot_status", self._on_robot, LATCHED)
+        self.ack_stop = self.node.create_client(Trigger, "/indgen/acknowledge_stop")
         self.executor = SingleThreadedExecutor(context=context)
         self.executor.add_node(self.node)
         self._stop = threading.Event()
@@ -71,6 +81,18 @@ class ScriptedOperator:
             if reply is not None and reply.success:
                 self.ended.append(self._scene)
 
+    def _on_robot(self, msg):
+        self.robot_status = msg
+
+    def _maybe_acknowledge(self):
+        """Like a person who checked the arm is clear and pressed `a`."""
+        status = self.robot_status
+        if self.acknowledge and status is not None and status.awaiting_acknowledgement:
+            reply = self._call(self.ack_stop, self.Trigger.Request(), 5.0)
+            if reply is not None and reply.success:
+                self.acknowledged.append(status.message)
+                self.robot_status = None  # wait for the next status before acknowledging again
+
     def _on_prompt(self, msg):
         self.prompts.append(msg)
         self._latest = msg
@@ -95,6 +117,7 @@ class ScriptedOperator:
         self._register()
         while not self._stop.is_set():
             prompt = self._latest
+            self._maybe_acknowledge()
             if prompt is None or not prompt.prompt_id or prompt.prompt_id in self._done_ids:
                 self._maybe_end()
                 self._stop.wait(0.05)  # a person looks at the screen now and then

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from indgen_core import topics
 from indgen_core.robot_config import load_robot_config
 from indgen_core.trajectory import Trajectory
 from indgen_robot.arm_state import StateSource
@@ -69,6 +70,7 @@ class SimCell:
                 state = self.cell.arm_state()
                 if state is not None and self.t >= self.arm_delayed_until:
                     self.arm.update(self.config.arm.joints, state[0], state[1], self.t)
+                    self.motion.hold_if_owed()  # as the runner does on every arm sample
                 self.gripper.update([self.config.gripper.joint], [self.cell.knuckle()], [0.0], self.t)
 
     def wait(self, condition, timeout: float) -> bool:
@@ -84,16 +86,25 @@ class SimCell:
         self.cell.command_gripper(knuckle_rad)
 
     def recover(self) -> Recovery:
+        """The state restored (error recovery, hardware, broadcasters), torque control too:
+        these tests play an operator who has acknowledged (the runner's own rule is tested
+        with it, test_fr3_runner.py)."""
         self.recoveries += 1
         if not self.cell.driver_running:
             return Recovery(False, "no error recovery action server", reachable=False)
+        found_fault = None
         for step in (self.cell.error_recovery, self.cell.activate_hardware,
                      lambda: self.cell.activate_controllers(list(self.config.recovery.controllers))):
             ok, message = step()
             if not ok:
                 return Recovery(False, message)
+            found_fault = message != topics.STAND_IN_NO_FAULT if found_fault is None else found_fault
         self.arm.forget()
-        return Recovery(True, "recovered")
+        return Recovery(True, "recovered", found_fault=found_fault)
+
+    def enable_torque(self) -> Recovery:
+        """recover() re-enables torque control as well here (an operator who acknowledged)."""
+        return Recovery(True, "torque control is on")
 
     # -- what tests measure --------------------------------------------------------------------------
     def q(self) -> np.ndarray:

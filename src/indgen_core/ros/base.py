@@ -164,11 +164,16 @@ def subscribe_any(node: Node, msg_type, topic: str, callback: Callable, **kwargs
     ]
 
 
-def threaded_execute(work: Callable):
+def threaded_execute(node: Node, work: Callable):
     """An ActionServer execute callback that runs `work(goal_handle)` (which blocks for a whole
     episode) on its own thread and awaits it, so that the node's executor keeps serving the
     goal's cancel request and the node's services meanwhile (a blocking execute callback on a
-    SingleThreadedExecutor holds every other callback of the node until it returns)."""
+    SingleThreadedExecutor holds every other callback of the node until it returns).
+
+    The awaiting task runs again only when its executor wakes, and a bare Future wakes nobody
+    when it is done; `goal_handle.succeed()` inside `work` wakes the executor before the
+    result is set, so without a wake of its own the result would wait for the next unrelated
+    event (a client then saw "SUCCEEDED" and no result). Hence the wake after the result."""
     from rclpy.task import Future
 
     async def execute(goal_handle):
@@ -179,6 +184,10 @@ def threaded_execute(work: Callable):
                 done.set_result(work(goal_handle))
             except BaseException as exc:  # handed to the awaiting callback, which re-raises it
                 done.set_exception(exc)
+            finally:
+                executor = node.executor
+                if executor is not None:
+                    executor.wake()
 
         threading.Thread(target=run, name="episode", daemon=True).start()
         return await done

@@ -4,7 +4,6 @@ back, and signatures, work without ROS: indgen_core/messages.py."""
 from __future__ import annotations
 
 import json
-import math
 import re
 
 from builtin_interfaces.msg import Duration
@@ -14,8 +13,10 @@ from indgen_msgs.msg import EpisodeResult, LevelScore, ParameterValue, TaskSetup
 
 
 def duration(seconds: float) -> Duration:
-    sec = math.floor(seconds)
-    return Duration(sec=sec, nanosec=round((seconds - sec) * 1e9) % 1_000_000_000)
+    """Whole nanoseconds, rounded once: 0.9999999999 s is 1 s, not 0 (rounding the fraction
+    alone and wrapping it lost the second)."""
+    sec, nanosec = divmod(round(seconds * 1e9), 1_000_000_000)
+    return Duration(sec=sec, nanosec=nanosec)
 
 
 def setup_to_msg(s: records.TaskSetup, stamp=None) -> TaskSetup:

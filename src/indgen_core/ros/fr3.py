@@ -20,7 +20,9 @@ from __future__ import annotations
 import numpy as np
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from indgen_core.ros import convert
 from indgen_core.specs.droid import GRIPPER_CLOSED_RAD, RAD_PER_S_AT_ONE
 
 ARM_JOINTS = tuple(f"fr3_joint{i}" for i in range(1, 8))
@@ -168,3 +170,17 @@ def read_grasp(msg) -> np.ndarray:
     """pick_grasp back as (x, y, top z, yaw)."""
     g = _array(msg.pick_grasp)
     return np.array([g[0], g[1], g[2], 2.0 * np.arctan2(g[6], g[3])])
+
+
+def trajectory(joints, points) -> JointTrajectory:
+    """A segment for the arm's JointTrajectoryController (indgen_core.trajectory.Point list);
+    header.stamp zero: the controller starts it at once."""
+    msg = JointTrajectory(joint_names=list(joints))
+    for p in points:
+        point = JointTrajectoryPoint(
+            positions=[float(x) for x in p.positions],
+            velocities=[float(x) for x in p.velocities] if p.velocities is not None else [],
+        )
+        point.time_from_start = convert.duration(p.t)
+        msg.points.append(point)
+    return msg

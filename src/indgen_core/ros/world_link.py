@@ -21,7 +21,8 @@ from indgen_msgs.action import RunEpisode
 from indgen_msgs.msg import CampaignStatus
 from indgen_msgs.srv import PrepareTrial
 
-#: while the person holds the soft e-stop, ask the world again this often (an instant answer)
+#: while the world waits for the person (the soft e-stop held, a stop to acknowledge), ask it
+#: again this often (an instant answer)
 ESTOP_POLL_S = 0.5
 
 
@@ -114,8 +115,13 @@ class WorldLink:
         request = PrepareTrial.Request(setup=convert.setup_to_msg(setup, self.pm.get_clock().now().to_msg()))
         self._status(CampaignStatus.STATE_RUNNING, f"preparing {setup.trial_id}")
         response = self._ask_prepare(request)
-        while response is not None and response.estop_engaged and not self._stop.is_set():
-            # the person holds the e-stop: hold still with them, then ask again; not an attempt
+        while (
+            response is not None
+            and (response.estop_engaged or response.waiting_for_operator)
+            and not self._stop.is_set()
+        ):
+            # the person holds the e-stop, or is to acknowledge a stop before the robot is
+            # re-enabled: wait with them, then ask again; not an attempt
             self._status(CampaignStatus.STATE_WAITING, f"{response.message} ({setup.trial_id} waits)")
             if wait_until(self._stop.is_set, ESTOP_POLL_S):
                 break

@@ -15,6 +15,7 @@ States, from what the campaign publishes (the open prompt, the robot's and campa
   NOTE     after t:                      type, Enter keeps the note, Esc drops it
   PAUSED   the campaign waits:           Enter resume, q stop
   ESTOP    the soft e-stop is engaged:   e release it
+  STOPPED  the robot stopped and waits:  a acknowledge (the arm is clear: re-enable torque control)
 `?` shows the keys in every state; `p` also works in SETUP and RUNNING.
 """
 
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 
 from indgen_core import operator as op
 
-WAITING, SETUP, RUNNING, LABEL, RELABEL, NOTE, PAUSED, ESTOP = (
+WAITING, SETUP, RUNNING, LABEL, RELABEL, NOTE, PAUSED, ESTOP, STOPPED = (
     "waiting",
     "setup",
     "running",
@@ -34,6 +35,7 @@ WAITING, SETUP, RUNNING, LABEL, RELABEL, NOTE, PAUSED, ESTOP = (
     "note",
     "paused",
     "estop",
+    "stopped",
 )
 
 HELP = {
@@ -71,6 +73,11 @@ HELP = {
     NOTE: [("text", "the note"), ("Enter", "keep it"), ("Esc", "drop it")],
     PAUSED: [("Enter", "resume the campaign"), ("q", "stop the campaign safely (resumable)"), ("?", "help")],
     ESTOP: [("e", "release the soft e-stop (the trial runs again)"), ("?", "help")],
+    STOPPED: [
+        ("a", "acknowledge: nobody touches the arm, nothing is caught; the robot re-enables torque control"),
+        ("p", "pause after the current trial"),
+        ("?", "help"),
+    ],
 }
 
 
@@ -100,6 +107,11 @@ class EStop:
 @dataclass(frozen=True)
 class EndEpisode:
     pass
+
+
+@dataclass(frozen=True)
+class AcknowledgeStop:
+    """The person checked the arm after a stop: the robot may re-enable torque control."""
 
 
 @dataclass(frozen=True)
@@ -140,6 +152,8 @@ class ConsoleModel:
     robot_state: str = ""
     robot_message: str = ""
     estop: bool = False
+    #: the robot stopped and waits for the person before it re-enables torque control
+    awaiting_acknowledgement: bool = False
     tick_rate: float = 0.0
     step: int = 0
     episode_started: float | None = None
@@ -169,6 +183,8 @@ class ConsoleModel:
             return {op.SETUP: SETUP, op.LABEL: LABEL, op.PAUSED: PAUSED}.get(self.prompt.kind, WAITING)
         if self.episode_running:
             return RUNNING
+        if self.awaiting_acknowledgement:
+            return STOPPED
         return WAITING
 
     @property
@@ -338,6 +354,12 @@ class ConsoleModel:
             return [Answer(self.open_prompt.prompt_id, op.ABORT)]
         return None
 
+    def _stopped(self, key: str) -> list | None:
+        if key == "a":
+            self.message = "acknowledged: the robot re-enables torque control before the next reset"
+            return [AcknowledgeStop()]
+        return self._waiting(key)
+
     def _estop(self, key: str) -> list | None:
         if key == "e":
             self.message = "e-stop released; the aborted trial runs again"
@@ -359,4 +381,5 @@ def _doing(state: str) -> str:
         NOTE: "typing a note",
         PAUSED: "the campaign is paused",
         ESTOP: "the e-stop is engaged",
+        STOPPED: "the robot waits for you to acknowledge its stop",
     }[state]

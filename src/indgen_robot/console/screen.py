@@ -87,6 +87,16 @@ def prompt_box(model: m.ConsoleModel) -> list[str]:
             ],
             keys,
         )
+    if state == m.STOPPED:
+        return _box(
+            "THE ROBOT STOPPED: ACKNOWLEDGE",
+            [
+                "Its state is restored and it holds itself; its torque control stays off until you acknowledge. "
+                "Check that nobody is touching the arm and nothing is caught, then press a.",
+                model.robot_message,
+            ],
+            keys,
+        )
     if state == m.RUNNING:
         return _box(
             f"EPISODE RUNNING  {model.trial_id}",

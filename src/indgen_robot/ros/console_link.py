@@ -6,7 +6,8 @@ prompt open now from the reply, so a console started in the middle of a prompt s
 Subscribes (all but the ticks latched, so a late console sees the present at once):
 /indgen/operator_prompt, /indgen/campaign_status, /indgen/task_setup, /indgen/level_score,
 /indgen/policy_status, /indgen/robot_status, /indgen/control_tick. Calls /indgen/operator_ack,
-/indgen/estop (std_srvs/SetBool) and /indgen/end_episode (std_srvs/Trigger).
+/indgen/estop (std_srvs/SetBool), /indgen/end_episode and /indgen/acknowledge_stop
+(std_srvs/Trigger).
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ class ConsoleLink:
         self.register_client = n.create_client(OperatorRegister, topics.OPERATOR_REGISTER)
         self.estop = n.create_client(SetBool, topics.ESTOP)
         self.end = n.create_client(Trigger, topics.END_EPISODE)
+        self.acknowledge = n.create_client(Trigger, topics.ACKNOWLEDGE_STOP)
         self.executor = SingleThreadedExecutor(context=context)
         self.executor.add_node(n)
         self._stop = threading.Event()
@@ -167,6 +169,7 @@ class ConsoleLink:
             self.model.robot_state = ROBOT_STATES.get(msg.state, str(msg.state))
             self.model.robot_message = msg.message[:160]
             self.model.estop = msg.estop
+            self.model.awaiting_acknowledgement = msg.awaiting_acknowledgement
             self.model.episode_running = msg.state == RobotStatus.STATE_RUNNING
             if msg.tick_rate_hz > 0:
                 self.model.tick_rate = msg.tick_rate_hz
@@ -245,6 +248,9 @@ class ConsoleLink:
         if isinstance(request, m.EndEpisode):
             reply = self._call(self.end, Trigger.Request())
             return "no answer from /indgen/end_episode" if reply is None else reply.message
+        if isinstance(request, m.AcknowledgeStop):
+            reply = self._call(self.acknowledge, Trigger.Request())
+            return f"no answer from {topics.ACKNOWLEDGE_STOP}" if reply is None else reply.message
         ack = OperatorAck.Request(console_id=self.console_id, operator_name=self.model.operator)
         if isinstance(request, m.Answer):
             ack.prompt_id, ack.response = request.prompt_id, request.response

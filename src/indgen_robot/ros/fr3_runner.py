@@ -16,7 +16,11 @@ asks), and its source is then `operator`; a system fault makes it `aborted` (nev
 
 The soft e-stop (`/indgen/estop`: std_msgs/Bool from any publisher, reliable or best effort,
 volatile or latching, or the std_srvs/SetBool service) holds at once, aborts the trial and
-refuses every new one until released. Nothing here keeps the robot safe on its own: the FR3's
+refuses every new one until released. After a stop the robot's state is restored at once
+(nothing moves) and its torque control only once the operator acknowledges
+(`/indgen/acknowledge_stop`, torque_control.py). The arm's and gripper's joint states and
+franka's 1 kHz robot state are taken newest-first at 100 Hz and at each tick
+(indgen_core/ros/latest.py), not delivered message by message. Nothing here keeps the robot safe on its own: the FR3's
 own reflexes and the hardware e-stop within the operator's reach do. Parameters and
 endpoints: indgen_robot/node_interfaces.py (docs/reference/nodes.md)."""
 
@@ -30,11 +34,8 @@ import numpy as np
 import rclpy
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.node import Node
-from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
-from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from indgen_core import messages, topics
 from indgen_core.errors import IndGenError, first_line
@@ -56,7 +57,6 @@ from indgen_core.world_watch import WorldWatch
 from indgen_msgs.action import RunEpisode
 from indgen_msgs.msg import ControlTick, PolicyStatus, RobotStatus, TaskSetup
 from indgen_msgs.srv import PrepareTrial
-from indgen_robot.arm_state import StateSource
 from indgen_robot.control import CommandGate
 from indgen_robot.episode_loop import EpisodeLoop
 from indgen_robot.episode_result import malformed_goal_setup, trial_result
@@ -64,11 +64,9 @@ from indgen_robot.motion import ArmMotion
 from indgen_robot.node_interfaces import FR3_RUNNER_ENDPOINTS
 from indgen_robot.node_interfaces import Fr3RunnerParameters as Parameters
 from indgen_robot.reset import ResetSequence, at_pose
+from indgen_robot.ros.cell_io import CellIO
 from indgen_robot.ros.policy_port import RosPolicyPort
-from indgen_robot.ros.recovery import make_recovery
-from indgen_robot.ros.robot_report import RobotReport
 from indgen_robot.safety import (
-    Recovery,
     Stop,
     StopKind,
     TickInputs,
@@ -76,10 +74,7 @@ from indgen_robot.safety import (
     classify_robot_errors,
     settle_unexplained,
 )
-
-#: joint states from any publisher, reliable or best effort (franka's convenience topics are
-#: best effort; a reliable subscriber would receive nothing from them)
-SENSOR = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST)
+from indgen_robot.torque_control import AWAITING
 
 
 class Fr3Runner(Node):
@@ -93,11 +88,11 @@ class Fr3Runner(Node):
         if c.bringup.arm_controllers == "":
             raise IndGenError(f"robot configuration '{c.name}' names no arm controller file (bringup.arm_controllers)")
         self.gate = CommandGate(c)
-        self.arm = StateSource("arm", c.arm.joints, c.control.arm_state_max_age_s, c.control.clock_tolerance_s)
-        self.gripper = StateSource(
-            "gripper", [c.gripper.joint], c.control.gripper_state_max_age_s, c.control.clock_tolerance_s
-        )
-        self.motion = ArmMotion(self.gate, self.arm, self._publish_segment)
+        self.io = rclpy.create_node(f"{self.get_name()}_io", context=self.context, use_global_arguments=False)
+        self.cell = CellIO(self, self.io, c, self.p.recovery or c.recovery.method, on_change=self._publish_status)
+        self.arm, self.gripper = self.cell.arm, self.cell.gripper
+        self.motion = ArmMotion(self.gate, self.arm, self.cell.publish_segment)
+        self.cell.after_sample = self.motion.hold_if_owed  # a hold the stale state kept back goes out then
         self.estop = False
         self._estop_stamp = 0  # source timestamp (ns) of the newest e-stop message taken
         self.end_requested = ""
@@ -109,54 +104,46 @@ class Fr3Runner(Node):
         self.status_message = "waiting for a trial"
         self.loop: EpisodeLoop | None = None
 
-        self.io = rclpy.create_node(f"{self.get_name()}_io", context=self.context, use_global_arguments=False)
         self.policy = RosPolicyPort(self)
-        subscribe(self.io, JointState, c.arm.state_topic, self._on_arm, SENSOR)
-        subscribe(self.io, JointState, c.gripper.state_topic, self._on_gripper, SENSOR)
         subscribe(self.io, Float64MultiArray, topics.ARM_VELOCITY_COMMAND, self._command("arm"), LOCKSTEP)
         subscribe(self.io, Float64MultiArray, topics.GRIPPER_COMMAND, self._command("gripper"), LOCKSTEP)
         subscribe(self.io, PolicyStatus, topics.POLICY_STATUS, self._on_policy_status, LATCHED)
         subscribe(self.io, TaskSetup, topics.TASK_SETUP, self.watch.on_setup, LATCHED)
         subscribe_any(self.io, Bool, topics.ESTOP, self._on_estop_msg)
-        self.robot_report = RobotReport(self.io, c.arm.robot_state_topic, SENSOR)
         serve(self.io, SetBool, topics.ESTOP, self._estop_service)
         serve(self.io, Trigger, topics.END_EPISODE, self._end_service)
+        serve(self.io, Trigger, topics.ACKNOWLEDGE_STOP, self._acknowledge_service)
         self.tick_pub = self.io.create_publisher(ControlTick, topics.CONTROL_TICK, TICKS)
-        self.arm_pub = self.io.create_publisher(JointTrajectory, c.arm.trajectory_topic, LOCKSTEP)
-        self.gripper_pub = self.io.create_publisher(Float64MultiArray, c.gripper.command_topic, LOCKSTEP)
         self.status_pub = self.io.create_publisher(RobotStatus, topics.ROBOT_STATUS, LATCHED)
         self.io.create_timer(0.5, self._publish_status)
-        self.recovery = make_recovery(self.io, c, self.p.recovery or c.recovery.method)
-        self.reset = ResetSequence(c, self.motion, self)
+        self.torque = self.cell.torque
+        self.reset = ResetSequence(c, self.motion, self.cell)
 
         self.server = ActionServer(
             self,
             RunEpisode,
             topics.RUN_EPISODE,
-            execute_callback=threaded_execute(self._execute),
+            execute_callback=threaded_execute(self, self._execute),
             goal_callback=lambda goal: GoalResponse.ACCEPT,
             cancel_callback=lambda _: CancelResponse.ACCEPT,
         )
         serve(self, PrepareTrial, topics.PREPARE_TRIAL, self._prepare)
         speeds = ", ".join(f"{v:.2f}" for v in self.gate.v_max)
-        lead = ", ".join(f"{t:.1f}" for t in c.lead_torques())
+        torque = ", ".join(f"{t:.1f}" for t in c.worst_torques())
         self.get_logger().info(
             f"FR3 runner for '{c.name}': {c.control.rate_hz:g} Hz; arm state from "
             f"{c.arm.state_topic}, gripper state from {c.gripper.state_topic}; segments to "
-            f"{c.arm.trajectory_topic} at most [{speeds}] rad/s; a blocked joint is pushed with at "
-            f"most [{lead}] Nm; recovery: {self.recovery.describe()}"
+            f"{c.arm.trajectory_topic} at most [{speeds}] rad/s, each within max_lead of the arm; a blocked "
+            f"joint is pushed with at most [{torque}] Nm; recovery: {self.cell.recovery.describe()}"
         )
 
     def extra_nodes(self):
         return [self.io]
 
+    def close(self) -> None:
+        self.cell.close()
+
     # -- inputs -------------------------------------------------------------------------------------
-    def _on_arm(self, msg: JointState) -> None:
-        self.arm.update(msg.name, msg.position, msg.velocity, messages.seconds(msg.header.stamp))
-
-    def _on_gripper(self, msg: JointState) -> None:
-        self.gripper.update(msg.name, msg.position, msg.velocity, messages.seconds(msg.header.stamp))
-
     def _command(self, part: str):
         def take(msg: Float64MultiArray) -> None:
             self.policy.slot.offer(msg.layout.data_offset, np.array(msg.data, dtype=np.float64), part)
@@ -196,6 +183,13 @@ class Fr3Runner(Node):
         response.message = "e-stop engaged: the robot holds" if request.data else "e-stop released"
         return response
 
+    def _acknowledge_service(self, request, response):
+        response.success, response.message = self.torque.acknowledge()
+        if response.success:
+            self.get_logger().info(f"the operator acknowledged the stop: {response.message}")
+        self._publish_status()
+        return response
+
     def _end_service(self, request, response):
         if not self.watch.current[0]:
             response.success, response.message = False, "no episode is running"
@@ -203,32 +197,6 @@ class Fr3Runner(Node):
             self.end_requested = "the operator ended the episode"
             response.success, response.message = True, f"ending {self.watch.current[0]}"
         return response
-
-    # -- the port the reset and the loop use ----------------------------------------------------------
-    def gripper_command(self, knuckle_rad: float) -> None:
-        self.gripper_pub.publish(Float64MultiArray(data=[float(knuckle_rad)]))
-
-    def recover(self) -> Recovery:
-        self.get_logger().warning(f"the robot is in a fault: recovering ({self.recovery.describe()})")
-        self.robot_report.latest = None  # what it reports after the recovery is about the stop that was
-        recovery = self.recovery.recover()
-        self.arm.forget()
-        if recovery.ok:  # (rclpy ties one severity to each logging call site)
-            self.get_logger().info(f"recovery: {recovery.message}")
-        else:
-            self.get_logger().error(f"recovery failed: {recovery.message}")
-        return recovery
-
-    def _publish_segment(self, points) -> None:
-        msg = JointTrajectory(joint_names=list(self.config.arm.joints))
-        for p in points:
-            point = JointTrajectoryPoint(
-                positions=[float(x) for x in p.positions],
-                velocities=[float(x) for x in p.velocities] if p.velocities is not None else [],
-            )
-            point.time_from_start = convert.duration(p.t)
-            msg.points.append(point)
-        self.arm_pub.publish(msg)  # header.stamp zero: the controller starts it at once
 
     def _inputs(self, started: float, cancel) -> TickInputs:
         arm_age, gripper_age = self.arm.age(), self.gripper.age()
@@ -240,12 +208,12 @@ class Fr3Runner(Node):
             arm_age=arm_age,
             gripper_fresh=self.gripper.fresh() is not None,
             gripper_age=gripper_age,
-            robot_fault=self.robot_report.fault(),
+            robot_fault=self.cell.report.fault(),
             end_requested=self.end_requested,
         )
 
     def _classify_fault(self, age: float) -> Stop:
-        report = self.robot_report.latest
+        report = self.cell.report.latest
         if report is not None and report[1]:
             return classify_robot_errors(report[1])
         latest = self.arm.latest()
@@ -259,7 +227,7 @@ class Fr3Runner(Node):
             self.arm.history(),
             self.motion.segments(),
             age,
-            driver_alive=self.arm_pub.get_subscription_count() > 0,
+            driver_alive=self.cell.driver_alive(),
             still_speed=self.config.reset.at_rest_speed,
         )
 
@@ -268,6 +236,7 @@ class Fr3Runner(Node):
         age = self.arm.age()
         timer = self.loop.timer if self.loop else None
         state = RobotStatus.STATE_ESTOP if self.estop else self.state
+        awaiting = self.torque.awaiting_acknowledgement
         msg = RobotStatus(
             state=state,
             trial_id=self.watch.current[0],
@@ -276,7 +245,8 @@ class Fr3Runner(Node):
             tick_rate_hz=timer.rate_hz() if timer else 0.0,
             missed_ticks=timer.missed if timer else 0,
             estop=self.estop,
-            message=self.status_message,
+            awaiting_acknowledgement=awaiting,
+            message=AWAITING if awaiting and not self.estop else self.status_message,
         )
         msg.header.stamp = self.get_clock().now().to_msg()
         self.status_pub.publish(msg)
@@ -309,11 +279,19 @@ class Fr3Runner(Node):
             ok, message = at_pose(self.config, self.arm.fresh())
             response.ready, response.message = ok, message
             return response
+        if self.torque.awaiting_acknowledgement:
+            # the person acts first: the manager waits and asks again (not an attempt)
+            response.ready, response.message, response.waiting_for_operator = False, AWAITING, True
+            self._publish_status()
+            return response
         self.last_prepare = asked
         self._set_state(RobotStatus.STATE_RESETTING, f"resetting for {setup.trial_id}")
         ok, message = self.reset.run(should_stop=self._stop_reason)
         if ok:
             self.prepared = (setup.trial_id, time.monotonic())
+        elif self.torque.awaiting_acknowledgement:
+            self.last_prepare = None  # the same request, once acknowledged, resets
+            response.waiting_for_operator = True
         self._set_state(RobotStatus.STATE_READY if ok else RobotStatus.STATE_HOLDING, message)
         response.ready, response.message = ok, message
         return response
@@ -379,7 +357,7 @@ class Fr3Runner(Node):
         self.loop = EpisodeLoop(
             self.config,
             self.motion,
-            self,
+            self.cell,
             self.policy,
             inputs=lambda: self._inputs(started, lambda: goal_handle.is_cancel_requested),
             fault=self._classify_fault,
@@ -387,8 +365,10 @@ class Fr3Runner(Node):
         )
         self._set_state(RobotStatus.STATE_RUNNING, f"running {setup.trial_id}")
         end = self.loop.run(max_steps)
-        alive = lambda: self.arm_pub.get_subscription_count() > 0  # noqa: E731
-        stop = settle_unexplained(end.stop, self.arm, self.recover, self.robot_report.last_motion_errors, alive)
+        cell = self.cell
+        stop = settle_unexplained(
+            end.stop, self.arm, cell.restore_state, cell.report.last_motion_errors, cell.driver_alive
+        )
         return trial_result(setup, dataclasses.replace(end, stop=stop))
 
 

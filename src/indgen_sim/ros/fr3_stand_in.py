@@ -8,7 +8,12 @@ controller manager, Robotiq), standin/jtc.py (the trajectory controller) and bel
   franka/joint_states; reliable, SystemDefaultsQoS), at `broadcaster_hz` (the real one runs at
   the controller manager's 1 kHz), silent while the fault has it deactivated;
 - franka_robot_state_broadcaster's measured_joint_states, best effort (its convenience
-  topics use rclcpp::QoS(1).best_effort()), silent on a fault too;
+  topics use rclcpp::QoS(1).best_effort()), silent on a fault too, and its full robot state
+  (robot_state_hz, 1 kHz as franka's; standin/robot_state.py) on robot.arm.robot_state_topic,
+  reliable (SystemDefaultsQoS), in franka_msgs' layout: robot mode, current and last motion
+  errors (the last motion's errors stay until the next motion, as libfranka reports them);
+- the arm controller's controller_state at controller_state_hz (the JTC publishes it on every
+  update: 1 kHz), for the recorder's exclusion list;
 - joint_state_publisher merging only franka's own source into robot.merged_joint_states: the
   URDF's joints only (no Robotiq joint), the last received positions, velocities and efforts
   republished with a fresh stamp at `joint_state_rate` whether or not the source still talks
@@ -21,9 +26,11 @@ controller manager, Robotiq), standin/jtc.py (the trajectory controller) and bel
 
 Services (std_srvs/Trigger; franka_msgs and controller_manager_msgs are not on PyPI):
 /indgen/sim/stand_in/build_scene (the person builds the latest task setup's scene),
-error_recovery (franka's /action_server/error_recovery), activate_hardware (controller_manager
-set_hardware_component_state active), activate_controllers (switch_controller: the
-broadcasters and the arm controller). Test controls on /indgen/sim/stand_in/inject
+error_recovery (franka's /action_server/error_recovery; it answers topics.STAND_IN_NO_FAULT
+when the robot was in no fault), activate_hardware (controller_manager
+set_hardware_component_state active), activate_broadcasters and activate_arm_controller
+(switch_controller: the broadcasters, then the arm controller, which the runner activates only
+once the operator has acknowledged the stop). Test controls on /indgen/sim/stand_in/inject
 (std_msgs/String, JSON): {"fault": "communication_constraints_violation"},
 {"driver": "crash" | "restart"}, {"contact_thresholds": [7 Nm]},
 {"reset_peaks": true}, {"delay_arm_state_s": 0.5} (the arm broadcaster's samples are lost
@@ -35,6 +42,7 @@ Parameters and endpoints: indgen_sim/node_interfaces.py (docs/reference/nodes.md
 from __future__ import annotations
 
 import json
+import struct
 import threading
 import time
 
@@ -42,6 +50,7 @@ import numpy as np
 from rclpy import logging as rclpy_logging
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
@@ -54,11 +63,12 @@ from indgen_core.robot_config import load_robot_config
 from indgen_core.ros import fr3
 from indgen_core.ros.base import LATCHED, read_parameters, run_node, serve, subscribe
 from indgen_core.trajectory import Point
-from indgen_msgs.msg import ObjectPoses, TaskSetup
+from indgen_msgs.msg import FrankaRobotState, ObjectPoses, TaskSetup
 from indgen_sim.node_interfaces import FR3_STAND_IN_ENDPOINTS, INJECT_TOPIC, SCENE_STATE, STAND_IN, STATUS_TOPIC
 from indgen_sim.node_interfaces import Fr3StandInParameters as Parameters
 from indgen_sim.ros.fr3_cameras import scene_state
 from indgen_sim.standin.cell import ERRORS, StandInCell
+from indgen_sim.standin.robot_state import MODE_IDLE, MODE_MOVE, RobotStateBytes
 
 FRANKA_LOG = rclpy_logging.get_logger("FrankaHardwareInterface")
 #: rclcpp::SystemDefaultsQoS: reliable, volatile, keep last 10 (the broadcasters, the JTC's topic)
@@ -97,15 +107,34 @@ class Fr3StandIn(Node):
     def __init__(self) -> None:
         super().__init__("fr3_stand_in")
         self.p = read_parameters(self, Parameters)
-        for rate in ("broadcaster_hz", "measured_hz", "joint_state_rate", "gripper_hz", "camera_hz"):
+        for rate in (
+            "broadcaster_hz",
+            "measured_hz",
+            "joint_state_rate",
+            "gripper_hz",
+            "camera_hz",
+            "robot_state_hz",
+            "controller_state_hz",
+        ):
             if not getattr(self.p, rate) > 0:
                 raise IndGenError(f"{rate} must be positive, got {getattr(self.p, rate)}")
         self.config = c = load_robot_config(self.p.robot)
-        self.cell = StandInCell(c, builtin=self.p.builtin, contact_thresholds=(self.p.contact_threshold,) * 7)
+        thresholds = (self.p.contact_threshold,) * 7 if self.p.contact_threshold > 0 else c.franka.collision_torque
+        self.cell = StandInCell(c, builtin=self.p.builtin, contact_thresholds=tuple(thresholds))
         self.jsp = JointStatePublisher(c.arm.joints)
         self.arm_pub = self.create_publisher(JointState, c.arm.state_topic, SYSTEM_DEFAULT)
         measured = c.arm.robot_state_topic.rsplit("/", 1)[0] + "/measured_joint_states"
         self.measured_pub = self.create_publisher(JointState, measured, BEST_EFFORT)
+        self.robot_state_pub = self.create_publisher(FrankaRobotState, c.arm.robot_state_topic, SYSTEM_DEFAULT)
+        self.robot_state = RobotStateBytes()
+        #: messages published per 1 kHz topic (the status reports them)
+        self.published = {"robot_state": 0, "controller_state": 0}
+        self.controller_state_pub = self.create_publisher(
+            JointState, f"/{c.arm.controller}/controller_state", SYSTEM_DEFAULT
+        )
+        self._controller_state = bytearray(
+            serialize_message(JointState(name=list(c.arm.joints), position=[0.0] * 7, velocity=[0.0] * 7))
+        )
         self.merged_pub = (
             self.create_publisher(JointState, c.merged_joint_states, SYSTEM_DEFAULT) if c.merged_joint_states else None
         )
@@ -198,16 +227,17 @@ class Fr3StandIn(Node):
     def _serve_recovery(self) -> None:
         """In place of franka's error recovery action and the controller manager's services:
         they live in franka's driver process, and go with it."""
-        c = self.config
+        c, cell = self.config, self.cell
+        broadcasters = [n for n in c.recovery.controllers if n != c.arm.controller]
+        steps = {
+            "error_recovery": cell.error_recovery,
+            "activate_hardware": cell.activate_hardware,
+            "activate_broadcasters": lambda: cell.activate_controllers(broadcasters),
+            topics.STAND_IN_TORQUE_STEP: lambda: cell.activate_controllers([c.arm.controller]),
+        }
         self.recovery_services = [
-            serve(self, Trigger, f"{STAND_IN}/error_recovery", self._trigger(self.cell.error_recovery)),
-            serve(self, Trigger, f"{STAND_IN}/activate_hardware", self._trigger(self.cell.activate_hardware)),
-            serve(
-                self,
-                Trigger,
-                f"{STAND_IN}/activate_controllers",
-                self._trigger(lambda: self.cell.activate_controllers(list(c.recovery.controllers))),
-            ),
+            serve(self, Trigger, f"{STAND_IN}/{step}", self._trigger(steps[step]))
+            for step in (*topics.STAND_IN_STATE_STEPS, topics.STAND_IN_TORQUE_STEP)
         ]
 
     def _trigger(self, action):
@@ -225,6 +255,8 @@ class Fr3StandIn(Node):
             "arm": self.p.broadcaster_hz,
             "measured": self.p.measured_hz,
             "merged": self.p.joint_state_rate,
+            "robot_state": self.p.robot_state_hz,
+            "controller_state": self.p.controller_state_hz,
             "gripper": self.p.gripper_hz,
             "poses": 15.0,
             "status": 2.0,
@@ -279,6 +311,18 @@ class Fr3StandIn(Node):
             msg = JointState(name=list(self.config.arm.joints), position=q.tolist(), velocity=dq.tolist())
             msg.header.stamp = stamp
             self.measured_pub.publish(msg)
+        # franka's 1 kHz topics: as many as are due (this loop comes round every 1-2 ms), so
+        # that their subscribers get franka's message rate
+        if now >= due["robot_state"] and self.cell.robot_state_active():
+            data = self._robot_state(now, stamp)
+            for _ in range(_due(now, due["robot_state"], rates["robot_state"])):
+                self.robot_state_pub.publish(data)
+                self.published["robot_state"] += 1
+        if now >= due["controller_state"] and self.cell.jtc.active:
+            struct.pack_into("<iI", self._controller_state, 4, stamp.sec, stamp.nanosec)
+            for _ in range(_due(now, due["controller_state"], rates["controller_state"])):
+                self.controller_state_pub.publish(bytes(self._controller_state))
+                self.published["controller_state"] += 1
         if now >= due["merged"] and self.merged_pub is not None:
             merged = self.jsp.message(stamp)
             if merged is not None:
@@ -298,8 +342,17 @@ class Fr3StandIn(Node):
             self._publish_status()
         for key, rate in rates.items():
             if now >= due[key]:
-                due[key] = max(due[key] + 1.0 / rate, now)
+                due[key] = max(due[key] + _due(now, due[key], rate) / rate, now - 1.0 / rate)
         time.sleep(max(min(min(due.values()) - time.monotonic(), 0.004), 0.0005))
+
+    def _robot_state(self, now: float, stamp) -> bytes:
+        cell = self.cell
+        with cell.lock:
+            state = cell.physics.state() + (cell._tau_sent.copy(),)
+            moving = cell.jtc.active and not cell.jtc.holding
+            last = list(cell.last_motion_errors)
+        mode = MODE_MOVE if moving else MODE_IDLE
+        return self.robot_state.message(now, stamp, self.config.arm.joints, state, mode, [], last)
 
     def _publish_status(self) -> None:
         with self.cell.lock:
@@ -313,6 +366,8 @@ class Fr3StandIn(Node):
                         "placed": bool(check.placed),
                         "check": check.detail,
                         "contact_thresholds": self.cell.contact_thresholds.tolist(),
+                        "published": dict(self.published),
+                        "time": time.monotonic(),
                     }
                 )
             )
@@ -323,6 +378,11 @@ class Fr3StandIn(Node):
         self._thread.join(timeout=2.0)
         self._publish_status()
         self.cell.close()
+
+
+def _due(now: float, due: float, rate: float) -> int:
+    """How many messages of a `rate` stream are due at `now` (at most 5 at once)."""
+    return max(1, min(int((now - due) * rate) + 1, 5))
 
 
 def main() -> int:

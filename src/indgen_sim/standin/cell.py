@@ -34,12 +34,14 @@ ROS-free; ros/fr3_stand_in.py publishes and subscribes it on the real topic name
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from indgen_core import topics
 from indgen_core.records import TaskSetup
 from indgen_core.robot_config import RobotConfig
 from indgen_core.trajectory import Point
@@ -52,6 +54,9 @@ MAX_TORQUE_RATE = 1000.0 - 1e-3
 DROID_CONTACT_THRESHOLDS = (40.0,) * 7
 #: time constant of franka's filtered external torque estimate and of the measured acceleration
 FILTER_S = 0.01
+#: Nm: an external torque this large on any joint is contact, not free space (whatever the
+#: collision thresholds; a test that sets them out of reach still hits things)
+FREE_SPACE_NM = 10.0
 #: how stiffly the robot holds itself while no controller drives it (after a reflex)
 SELF_HOLD_P, SELF_HOLD_D = 600.0, 40.0
 ARM_CONTROLLERS = ("joint_state_broadcaster", "franka_robot_state_broadcaster")
@@ -79,6 +84,9 @@ class CellStatus:
     #: per joint: the largest |desired - measured| and |external torque| since the last reset
     peak_lead: np.ndarray = field(default_factory=lambda: np.zeros(7))
     peak_pd_torque: np.ndarray = field(default_factory=lambda: np.zeros(7))
+    #: per joint: the largest |torque the controller commanded| and |its PID before the clamp|
+    peak_command: np.ndarray = field(default_factory=lambda: np.zeros(7))
+    peak_unclamped: np.ndarray = field(default_factory=lambda: np.zeros(7))
     peak_external_torque: np.ndarray = field(default_factory=lambda: np.zeros(7))
     peak_acceleration: np.ndarray = field(default_factory=lambda: np.zeros(7))
     #: per joint, the largest acceleration of the first 0.5 s after each (re)activation
@@ -108,6 +116,8 @@ class StandInCell:
         self.driver_running = True
         self.hardware_active = True
         self.error: str | None = None
+        #: libfranka's last_motion_errors: what aborted the last motion, until the next one starts
+        self.last_motion_errors: list[str] = []
         self.broadcasters = dict.fromkeys(ARM_CONTROLLERS, True)
         self.status = CellStatus()
         self.gripper_target = 0.0  # rad, the Robotiq position controller's command
@@ -156,11 +166,13 @@ class StandInCell:
             step = MAX_TORQUE_RATE * self.dt
             tau = np.clip(wanted, self._tau_sent - step, self._tau_sent + step)
             self._tau_sent = tau
-            if self.jtc.active and not self.jtc.holding:
-                self.status.peak_lead = np.maximum(self.status.peak_lead, np.abs(self.jtc.error))
-                self.status.peak_pd_torque = np.maximum(
-                    self.status.peak_pd_torque, np.abs(self.jtc.params.p * self.jtc.error)
-                )
+            if self.jtc.active:
+                s = self.status
+                s.peak_command = np.maximum(s.peak_command, np.abs(wanted))
+                s.peak_unclamped = np.maximum(s.peak_unclamped, np.abs(self.jtc.unclamped))
+                if not self.jtc.holding:
+                    s.peak_lead = np.maximum(s.peak_lead, np.abs(self.jtc.error))
+                    s.peak_pd_torque = np.maximum(s.peak_pd_torque, np.abs(self.jtc.params.p * self.jtc.error))
         else:  # stopRobot(): the robot holds itself where the error stopped it
             tau = SELF_HOLD_P * (self._hold_q - q) - SELF_HOLD_D * dq
             self._tau_sent = np.zeros(7)
@@ -183,7 +195,8 @@ class StandInCell:
         names = self.config.arm.joints
         # the acceleration check is for the commanded motion in free space: in contact, the
         # impact decelerates the arm and the collision reflex is franka's verdict
-        free = np.all(np.abs(self._tau_ext) < 0.25 * self.contact_thresholds)
+        free = bool(np.all(np.abs(self._tau_ext) < np.minimum(0.25 * self.contact_thresholds, FREE_SPACE_NM)))
+        free = free and not self.physics.at_wall()
         checks = (
             ("joint_position_limits_violation", (q < self.lower) | (q > self.upper), q),
             ("joint_velocity_violation", np.abs(dq) > self.velocity_limits, dq),
@@ -199,6 +212,7 @@ class StandInCell:
     def _fail(self, error: str, detail: str) -> None:
         """read() returned ERROR: the robot stops, every franka controller goes inactive."""
         self.error = error
+        self.last_motion_errors = [error]
         self.hardware_active = False
         self.jtc.deactivate()
         self.broadcasters = dict.fromkeys(ARM_CONTROLLERS, False)
@@ -220,10 +234,21 @@ class StandInCell:
             start = start_stamp - self._lag if start_stamp else 0.0
             reason = self.jtc.receive(joint_names, points, start, now)
             if reason is None:
+                self.last_motion_errors = []  # a new motion
                 hold = len(points) == 1 and points[0].velocities is not None and not np.any(points[0].velocities)
                 self.status.segments.append((time.monotonic(), hold))
                 del self.status.segments[:-2000]
             return reason
+
+    def path_tolerance(self, on: bool) -> None:
+        """The trajectory controller's path and goal tolerances on (as configured) or off, for
+        tests that measure what the runner alone bounds."""
+        with self.lock:
+            params = JtcParameters.from_robot(self.config)
+            if not on:
+                zero = np.zeros(len(params.joints))
+                params = dataclasses.replace(params, path_tolerance=zero, goal_tolerance=zero, goal_time=0.0)
+            self.jtc.params = params
 
     def inject(self, error: str) -> None:
         """A fault of the robot itself (not of the policy's motion), for tests."""
@@ -258,7 +283,7 @@ class StandInCell:
             if not self.driver_running:
                 return False, "no action server: franka's driver is down"
             if self.error is None:
-                return True, "no error to recover from"
+                return True, topics.STAND_IN_NO_FAULT
             if np.any(np.abs(self._tau_ext) > self.contact_thresholds):
                 return False, "automatic error recovery failed: the reflex's cause persists (still in contact)"
             self.error = None
@@ -326,7 +351,14 @@ class StandInCell:
 
     def reset_peaks(self) -> None:
         with self.lock:
-            for name in ("peak_lead", "peak_pd_torque", "peak_external_torque", "peak_acceleration"):
+            for name in (
+                "peak_lead",
+                "peak_pd_torque",
+                "peak_command",
+                "peak_unclamped",
+                "peak_external_torque",
+                "peak_acceleration",
+            ):
                 setattr(self.status, name, np.zeros(7))
 
     def summary(self) -> dict:
@@ -353,6 +385,8 @@ class StandInCell:
                 "last_hold_wall": holds[-1] if holds else None,
                 "peak_lead": s.peak_lead.round(4).tolist(),
                 "peak_pd_torque": s.peak_pd_torque.round(2).tolist(),
+                "peak_command": s.peak_command.round(2).tolist(),
+                "peak_unclamped": s.peak_unclamped.round(2).tolist(),
                 "peak_external_torque": s.peak_external_torque.round(2).tolist(),
                 "peak_acceleration": s.peak_acceleration.round(3).tolist(),
                 "peak_acceleration_after_activation": s.peak_acceleration_after_activation.round(3).tolist(),

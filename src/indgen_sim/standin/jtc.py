@@ -13,7 +13,9 @@ joint_trajectory_controller.cpp; each rule below names the function it follows:
 - update(): the desired state is sampled at the controller's time and the command at one
   update period later; with only an effort command interface the command is
   ff_velocity_scale x v_next + PID(position error, velocity error), error = desired - measured
-  (the PID is reset only on activation: on_activate).
+  (the PID is reset only on activation: on_activate). control_toolbox's Pid (jazzy, pid.cpp
+  compute_command): p e + i_term + d de, the integral term clamped to i_clamp, the output
+  clamped to [u_clamp_min, u_clamp_max] where they are finite (JTC >= 4.27.0).
 - update(): while before the last point (or on the first sample) and not holding, a position
   error beyond constraints.<joint>.trajectory on any joint is a path tolerance violation: no
   command is written that cycle and the controller holds the measured position
@@ -42,6 +44,9 @@ class JtcParameters:
     p: np.ndarray
     d: np.ndarray
     ff_velocity_scale: np.ndarray
+    i: np.ndarray
+    i_clamp: np.ndarray  # |integral term| at most (Nm; inf: unclamped)
+    u_clamp: np.ndarray  # |PID output| at most (Nm; inf: unclamped)
     path_tolerance: np.ndarray  # constraints.<joint>.trajectory (0: not checked)
     goal_tolerance: np.ndarray  # constraints.<joint>.goal
     goal_time: float  # constraints.goal_time (0: not checked)
@@ -55,7 +60,10 @@ class JtcParameters:
             joints=tuple(config.arm.joints),
             p=np.array(ctl.p),
             d=np.array(ctl.d),
-            ff_velocity_scale=np.zeros(n),
+            ff_velocity_scale=np.array(ctl.ff_velocity_scale) if ctl.ff_velocity_scale else np.zeros(n),
+            i=np.array(ctl.i),
+            i_clamp=np.array(ctl.i_clamp),
+            u_clamp=np.array(ctl.u_clamp),
             path_tolerance=np.array(ctl.path_tolerance),
             goal_tolerance=np.array(ctl.goal_tolerance),
             goal_time=ctl.goal_time,
@@ -87,6 +95,9 @@ class JointTrajectoryControllerModel:
         #: position error (desired - measured) of the last update: what the PD acts on
         self.error = np.zeros(len(params.joints))
         self.desired: np.ndarray | None = None
+        self._i_term = np.zeros(len(params.joints))
+        #: the PID's output of the last update before its output clamp (what the gains ask for)
+        self.unclamped = np.zeros(len(params.joints))
 
     # -- lifecycle (controller_manager's switch) --------------------------------------------------
     def activate(self, q: np.ndarray, now: float) -> None:
@@ -95,6 +106,7 @@ class JointTrajectoryControllerModel:
         self._hold(q, now)
         self._pending = None
         self._tau[:] = 0.0
+        self._i_term[:] = 0.0
 
     def deactivate(self) -> None:
         self.active = False
@@ -193,7 +205,9 @@ class JointTrajectoryControllerModel:
             within_goal_time = not (outside and now - traj.end_time > self.params.goal_time)
         if not violated and within_goal_time:
             p = self.params
-            self._tau = p.ff_velocity_scale * dq_next + p.p * error + p.d * derror
+            self._i_term = np.clip(self._i_term + p.i * error * self.dt, -p.i_clamp, p.i_clamp)
+            self.unclamped = p.p * error + self._i_term + p.d * derror
+            self._tau = p.ff_velocity_scale * dq_next + np.clip(self.unclamped, -p.u_clamp, p.u_clamp)
             self._last_commanded = (q_next, dq_next)
         tau = self._tau.copy()  # on a violation the last written command stays this cycle
         if violated:

@@ -40,6 +40,7 @@ class ArmPhysics:
         self.scenes = 0
         self.ddq = np.zeros(7)
         self.tau = np.zeros(7)
+        self.wall_range: tuple[np.ndarray, np.ndarray] | None = None
         empty = TaskSetup.blank(world="fr3", axis="stack", in_distribution=True)
         self.build_scene(empty, keep_robot=False)
 
@@ -113,6 +114,27 @@ class ArmPhysics:
         w = self.world
         _, d = w._sim()
         return d.qfrc_constraint[w.arm_dof].copy()
+
+    def walls(self, lower: np.ndarray, upper: np.ndarray) -> None:
+        """Stiff stops in the arm joints' way (an obstacle, for tests): each joint meets a wall at
+        `lower` and `upper` (rad), MuJoCo's joint-limit constraint with a 5 ms time constant;
+        its force counts as external torque, as an obstacle's does on franka's estimate. It changes
+        the current model (a scene of the same layout keeps it)."""
+        w = self.world
+        m, _ = w._sim()
+        for i, name in enumerate(scene.ARM_JOINTS):
+            jid = m.joint(name).id
+            m.jnt_limited[jid] = 1
+            m.jnt_range[jid] = (float(lower[i]), float(upper[i]))
+            m.jnt_solref[jid] = (0.005, 1.0)
+        self.wall_range = (np.asarray(lower, float), np.asarray(upper, float))
+
+    def at_wall(self) -> bool:
+        """Whether a joint is at (or in) one of the walls: contact, not free space."""
+        if self.wall_range is None:
+            return False
+        q = self.state()[0]
+        return bool(np.any((q <= self.wall_range[0] + 2e-3) | (q >= self.wall_range[1] - 2e-3)))
 
     def knuckle(self) -> float:
         """The Robotiq knuckle joint's position in rad."""
