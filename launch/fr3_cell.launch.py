@@ -7,6 +7,13 @@ then IndGen's graph: the stack_axis profile with sim:=false robot:=real, taking 
 arguments as `indgen launch stack_axis` (campaign:=campaigns/fr3_scale_pi05.yaml for the Scale
 axis). `indgen bringup` prints the same bring-up as commands to run by hand. Unverified on
 hardware.
+
+franka's own launch runs as a child process (`ros2 launch franka_bringup franka.launch.py`),
+restarted when it exits: its ros2_control_node has on_exit=Shutdown(), which, included here,
+would end IndGen's graph with it. Each time it starts, the collision thresholds and load are
+set and IndGen's arm controller is spawned again; meanwhile the runner aborts the running trial
+as a driver fault and runs it again once the driver is back. A franka_hardware older than
+3.3.0 is refused (it cannot recover in place after a reflex).
 """
 
 from indgen_core.graph import load_profile
@@ -29,29 +36,73 @@ def describe(robot_config: str = "fr3_robotiq_zed", **overrides):
 
 
 def _bringup(context):
-    from launch.actions import IncludeLaunchDescription
+    from launch.actions import ExecuteProcess, IncludeLaunchDescription, RegisterEventHandler
+    from launch.event_handlers import OnProcessExit, OnProcessStart
     from launch.launch_description_sources import PythonLaunchDescriptionSource
     from launch.substitutions import Command, FindExecutable, LaunchConfiguration, PathJoinSubstitution
     from launch_ros.actions import Node
     from launch_ros.parameter_descriptions import ParameterValue
     from launch_ros.substitutions import FindPackageShare
 
+    from indgen_core.errors import IndGenError
+    from indgen_robot.bringup import CallService, franka_version_problem, service_request
+
     values = {name: LaunchConfiguration(name).perform(context) for name in CELL_ARGUMENTS}
     robot = LaunchConfiguration("robot_config").perform(context)
-    actions = []
-    for step in cell_steps(load_robot_config(robot), robot_config_path(robot).parent, values):
-        if isinstance(step, IncludeLaunch):
-            source = PythonLaunchDescriptionSource(PathJoinSubstitution([FindPackageShare(step.package), step.file]))
-            actions.append(IncludeLaunchDescription(source, launch_arguments=list(step.arguments.items())))
-            continue
+    config = load_robot_config(robot)
+    problem = franka_version_problem(config.franka.min_version)
+    if problem:
+        raise IndGenError(problem)
+    actions, driver, with_driver = [], None, []
+
+    def node_of(step):
         parameters = list(step.parameter_files)
         for name, (package, file, xacro_args) in step.xacro_parameters.items():
             command = [FindExecutable(name="xacro"), " ", PathJoinSubstitution([FindPackageShare(package), file])]
             for key, value in xacro_args.items():
                 command += [" ", f"{key}:={value}"]
             parameters.append({name: ParameterValue(Command(command), value_type=str)})
-        actions.append(Node(package=step.package, executable=step.executable, namespace=step.namespace or None,
-                            arguments=step.arguments, parameters=parameters, output="screen"))
+        return Node(package=step.package, executable=step.executable, namespace=step.namespace or None,
+                    arguments=step.arguments, parameters=parameters, output="screen")
+
+    def call_of(step):
+        # `ros2 service call` waits for the service: it runs once the driver is up
+        return ExecuteProcess(cmd=["ros2", "service", "call", step.service, step.srv_type, service_request(step)],
+                              output="screen")
+
+    for step in cell_steps(config, robot_config_path(robot).parent, values):
+        if isinstance(step, IncludeLaunch) and step.own_process:
+            arguments = [f"{k}:={v}" for k, v in step.arguments.items() if v != ""]
+            driver = ExecuteProcess(
+                cmd=["ros2", "launch", step.package, step.file.rsplit("/", 1)[-1], *arguments],
+                name=step.package,
+                output="screen",
+                respawn=True,
+                respawn_delay=5.0,
+            )
+            actions.append(driver)
+            continue
+        if isinstance(step, IncludeLaunch):
+            source = PythonLaunchDescriptionSource(PathJoinSubstitution([FindPackageShare(step.package), step.file]))
+            actions.append(IncludeLaunchDescription(source, launch_arguments=list(step.arguments.items())))
+            continue
+        if isinstance(step, CallService) or step.with_driver:
+            with_driver.append(step)
+            continue
+        actions.append(node_of(step))
+    if driver is not None and with_driver:
+        # each (re)start of franka's driver gets fresh actions: thresholds and load first (idle
+        # mode), then the arm controller (the spawner waits for the controller manager)
+        def on_driver_start(event, context):
+            calls = [call_of(s) for s in with_driver if isinstance(s, CallService)]
+            nodes = [node_of(s) for s in with_driver if not isinstance(s, CallService)]
+            chain = [*calls[:1]]  # one after the other; the nodes once the last call is done
+            for before, after in zip(calls, [*calls[1:], None], strict=True):
+                then = [after] if after else nodes
+                chain.append(RegisterEventHandler(OnProcessExit(target_action=before, on_exit=then)))
+            return chain or nodes
+
+        actions.append(RegisterEventHandler(OnProcessStart(target_action=driver, on_start=on_driver_start)))
     return actions
 
 

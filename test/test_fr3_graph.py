@@ -153,13 +153,16 @@ def test_a_campaign_counts_a_reflex_reruns_a_driver_fault_and_warms_the_policy_u
                                                                                                 ros_context):
     """A campaign on separate arm and gripper joint-state topics (franka's broadcaster, the
     Robotiq's own), against an openpi-style server whose first request takes 3 s, with a
-    policy that drives the hand into the table:
+    policy that drives the hand into the table of a robot set to 10 Nm collision thresholds
+    (under DROID's 40 Nm the runner's torque bound keeps such a push from ever reflexing):
     - the warm-up absorbs the slow first request: no trial is aborted for it;
-    - trial 1 ends in a reflex: the person labels it (failure), it is stored and counted as a
-      robot stop, not re-run;
+    - trial 1 ends in a reflex, which franka's own report names (rule 1: the stand-in publishes
+      its robot state): the person acknowledges the stop in the console and labels it
+      (failure); it is stored and counted as a robot stop, not re-run;
     - trial 2's driver dies mid-episode: that attempt is aborted (never scored) and the trial
       runs again once the driver is back; the re-run ends in a reflex, labelled too;
-    - before each trial the runner recovers the robot (franka's procedure) and resets it."""
+    - before each trial the runner recovers the robot (franka's procedure; torque control once
+      acknowledged) and resets it."""
     from openpi_server import OpenpiStyleServer
     from std_msgs.msg import String
 
@@ -179,6 +182,11 @@ def test_a_campaign_counts_a_reflex_reruns_a_driver_fault_and_warms_the_policy_u
                            "privileged:=false", "allow_uncertified:=true", "override_reason:=a test of the stop rule",
                            server_port=fake.port, camera_hz=1)
         try:
+            up = watch.until(lambda: bool(watch.status.get("contact_thresholds")) and inject.get_subscription_count() > 0,
+                             120)
+            inject.publish(String(data=json.dumps({"contact_thresholds": [10.0] * 7})))
+            if not (up and watch.until(lambda: watch.status.get("contact_thresholds") == [10.0] * 7, 30)):
+                graphs.fail(proc, f"the stand-in never took the 10 Nm thresholds ({watch.status})")
             trials = lambda: list(dict.fromkeys(ticks))  # noqa: E731 (the trials seen ticking, in order)
             watch.until(lambda: len(trials()) >= 2 and ticks.count(trials()[1]) > 10, 300)
             if len(trials()) < 2:
@@ -214,9 +222,10 @@ def test_a_campaign_counts_a_reflex_reruns_a_driver_fault_and_warms_the_policy_u
     # the crash's own attempt says so; in one full-suite run a prepare refused for a stale arm
     # state came first (the attempts and the graph's log print when this fails)
     assert any("driver" in a["reason"] for a in aborted), (attempts, out[-4000:])
-    assert stops == {("pi05_fake", 0): {"stops": 2, "failure": 2}}
+    assert stops == {("pi05_fake", 0): {"stops": 2, "failure": 2}}, (attempts, watch.status, out[-3000:])
     assert "Robot stops per level" in (tmp_path / "reports" / "push" / "report.md").read_text()
     assert watch.status.get("reflexes") == 2 and policy.requests >= 2
+    assert len(operator.acknowledged) >= 2, operator.acknowledged  # each reflex: torque back only once acknowledged
 
 
 def test_the_pi05_stand_in_gets_exactly_pi05_droids_request_from_zed_sized_bgra8_frames(tmp_path, ros_context):

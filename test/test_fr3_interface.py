@@ -136,3 +136,40 @@ def test_twin_io_over_dds_drops_stale_and_malformed_commands(ros_context):
         executor.shutdown()
         world_node.destroy_node()
         peer.destroy_node()
+
+
+class _UvcDevice:
+    """What OpenCV's VideoCapture does with a UVC device's modes: it takes the mode asked for
+    when the device offers it, and otherwise keeps the one it has (CAP_PROP_* read back)."""
+
+    def __init__(self, modes: list[tuple[int, int, float]]):
+        self.modes, self.props, self.mode = modes, {}, modes[0]
+
+    def set(self, prop, value):
+        self.props[prop] = value
+        wanted = tuple(self.props.get(p, m) for p, m in zip((3, 4, 5), self.mode, strict=True))
+        if wanted in self.modes:
+            self.mode = wanted
+        return True
+
+    def get(self, prop):
+        return float(self.mode[(3, 4, 5).index(prop)])
+
+
+def test_a_uvc_camera_is_asked_for_the_configured_mode_and_a_device_without_it_is_one_sentence():
+    """camera_node asks a device for the robot configuration's capture mode (a ZED over UVC at
+    HD720: 2560 x 720, 15 fps) and reads back what it took; a device that has no such mode
+    keeps its own, said in one sentence (the image would otherwise silently be another size)."""
+    cv2 = pytest.importorskip("cv2")
+    from indgen_core.robot_config import load_robot_config
+    from indgen_robot.ros.camera_node import is_device, set_capture_mode
+
+    mode = load_robot_config("fr3_robotiq_zed").uvc
+    assert (cv2.CAP_PROP_FRAME_WIDTH, cv2.CAP_PROP_FRAME_HEIGHT, cv2.CAP_PROP_FPS) == (3, 4, 5)
+    zed = _UvcDevice([(1344, 376, 30.0), (2560, 720, 15.0), (3840, 1080, 15.0)])
+    assert set_capture_mode(zed, cv2, "wrist", mode) is None and zed.mode == (2560, 720, 15.0)
+    webcam = _UvcDevice([(640, 480, 30.0)])
+    problem = set_capture_mode(webcam, cv2, "wrist", mode)
+    assert problem == ("camera 'wrist' delivers 640 x 480 at 30 fps, not the robot configuration's 2560 x 720 at "
+                       "15 fps (uvc): the device has no such mode")
+    assert is_device("0") and is_device("/dev/video2") and not is_device("/data/wrist.mp4")

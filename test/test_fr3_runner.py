@@ -494,7 +494,9 @@ def test_frozen_camera_no_command_from_a_stale_frame(tmp_path, ros_context):
     Robotiq's own joint states) answering wall-clock ticks through pi0.5's request. A camera
     driver that freezes and keeps re-sending its last frame delivers it promptly, so an age by
     arrival never notices; by its header stamp the frame is stale after image_max_age_s, and
-    from then on no tick gets a command, until the camera is back."""
+    from then on no tick gets a command, until the camera is back: each gets the policy node's
+    refusal naming the camera instead, so that the runner holds at once and its abort reason
+    says which camera froze."""
     import servers
     from sensor_msgs.msg import Image
     from std_msgs.msg import Float64MultiArray, String
@@ -513,9 +515,19 @@ def test_frozen_camera_no_command_from_a_stale_frame(tmp_path, ros_context):
     policy = _start("policy_node", "spec:=droid", f"server_uri:=ws://127.0.0.1:{port}", "cameras:=exterior_1,wrist",
                     "privileged:=false", "robot:=fr3_robotiq_zed")
     node = rclpy.create_node("frozen_camera_test", context=ros_context)
+    from indgen_core.ros import fr3
+
     commands: dict[int, float] = {}
-    node.create_subscription(Float64MultiArray, topics.ARM_VELOCITY_COMMAND,
-                             lambda m: commands.setdefault(m.layout.data_offset, time.monotonic()), LOCKSTEP)
+    refusals: dict[int, str] = {}
+
+    def on_command(m):
+        why = fr3.refusal(m)
+        if why is None:
+            commands.setdefault(m.layout.data_offset, time.monotonic())
+        else:
+            refusals[m.layout.data_offset] = why
+
+    node.create_subscription(Float64MultiArray, topics.ARM_VELOCITY_COMMAND, on_command, LOCKSTEP)
     ticks = node.create_publisher(ControlTick, topics.CONTROL_TICK, LOCKSTEP)
     setup_pub = node.create_publisher(TaskSetupMsg, topics.TASK_SETUP, LATCHED)
     inject = node.create_publisher(String, "/indgen/sim/stand_in/inject", LOCKSTEP)
@@ -566,6 +578,8 @@ def test_frozen_camera_no_command_from_a_stale_frame(tmp_path, ros_context):
         late = [seq for seq, stamp in sent_stamp.items() if stamp > stale_after and seq in commands]
         assert not late, f"{len(late)} ticks were answered from a frame older than {CONFIG.control.image_max_age_s} s"
         assert "exterior_1 is" in policy.output() and "old by its stamp" in policy.output()
+        named = [refusals[seq] for seq, stamp in sent_stamp.items() if stamp > stale_after and seq in refusals]
+        assert named and all("image/exterior_1 is" in why and "old by its stamp" in why for why in named), refusals
         inject.publish(String(data=json.dumps({"camera": "exterior_1", "freeze": "off"})))
         back = time.monotonic()
         run(30, start=47)

@@ -25,7 +25,7 @@ from indgen_core.robot_config import load_robot_config
 from indgen_core.specs.droid import GRIPPER_CLOSED_RAD, RAD_PER_S_AT_ONE
 from indgen_core.trajectory import Trajectory
 from indgen_robot.arm_state import ClockCheck, Sample, StateSource
-from indgen_robot.episode_loop import EpisodeLoop
+from indgen_robot.episode_loop import EpisodeLoop, Refusal
 from indgen_robot.motion import NoFreshState
 from indgen_robot.reset import SETTLE_S, ResetSequence, at_pose, at_rest
 from indgen_robot.safety import (
@@ -531,6 +531,71 @@ def test_cancel_ends_the_episode_at_the_next_tick():
     policy = ScriptedPolicy(sc, 0.2 * DOWN)
     end = _loop(sc, policy, cancel_at=5).run(max_steps=200)
     assert end.stop.kind is StopKind.SYSTEM and "cancelled" in end.stop.reason and end.steps == 5
+
+
+class LatePolicy(ScriptedPolicy):
+    """Answers every tick at once except `late_tick`, whose reply comes `delay` s after the tick
+    (pi0.5 computing a chunk), as the answer slot does: nothing within a wait's timeout."""
+
+    def __init__(self, sc: SimCell, velocity, late_tick: int, delay: float):
+        super().__init__(sc, velocity)
+        self.late_tick, self.delay, self.asked_at = late_tick, delay, None
+
+    def publish_tick(self, step):
+        super().publish_tick(step)
+        self.asked_at = self.sc.t
+
+    def wait(self, timeout, abort, what):
+        if self.ticks - 1 == self.late_tick and self.sc.t + timeout < self.asked_at + self.delay:
+            self.sc.advance(timeout)
+            raise PolicyUnavailable(f"no arm and gripper command for {what} within {timeout:g} s")
+        if self.ticks - 1 == self.late_tick:
+            self.sc.advance(max(self.asked_at + self.delay - self.sc.t, 0.0))
+        return super().wait(timeout, abort, what)
+
+
+def test_a_late_reply_is_waited_for_holding_and_then_executed_not_dropped():
+    """A command that comes 0.8 s after its tick (later than command_timeout_s, 0.3 s): the arm
+    holds meanwhile (DROID's loop blocks on its policy the same way), and the command is then
+    executed, not dropped; no tick is missed. One later than reply_timeout_s is a missed tick."""
+    sc = SimCell()
+    policy = LatePolicy(sc, 0.2 * DOWN, late_tick=5, delay=0.8)
+    end = _loop(sc, policy).run(max_steps=12)
+    sc.advance(0.05)  # the last segments reach the controller
+    timing = end.timing
+    holds = [i for i, sent in enumerate(sc.sent) if len(sent[1]) == 1]
+    print(f"late reply: {timing['late_replies']} late, {timing['missed_ticks']} missed, holds at segments {holds}")
+    assert end.stop.kind is StopKind.STEP_LIMIT and end.steps == 12
+    assert timing["late_replies"] == 1 and timing["missed_ticks"] == 0
+    assert holds, "the arm held while the reply was late"
+    assert len(sc.sent) - len(holds) >= 12, "every tick's command was executed"
+    too_late = SimCell()
+    policy = LatePolicy(too_late, 0.2 * DOWN, late_tick=5, delay=CONFIG.control.reply_timeout_s + 0.5)
+    end = _loop(too_late, policy).run(max_steps=12)
+    assert end.timing["missed_ticks"] == 1 and end.timing["late_replies"] == 1
+
+
+class FrozenCameraPolicy(ScriptedPolicy):
+    """The policy node's refusal for every tick: a camera's frame is stale by its stamp."""
+
+    def wait(self, timeout, abort, what):
+        why = "image/wrist is 0.91 s old by its stamp (limit 0.25 s)"
+        return {"arm": Refusal(why), "gripper": Refusal(why)}
+
+
+def test_a_frozen_camera_aborts_at_once_naming_the_camera():
+    """A camera that froze: the policy node refuses each tick with its reason, so the arm holds
+    in the same tick (no wait for command_timeout_s) and the abort after max_missed_ticks names
+    the camera and how old its frame is."""
+    sc = SimCell()
+    started = sc.t
+    end = _loop(sc, FrozenCameraPolicy(sc, np.zeros(7))).run(max_steps=100)
+    print(f"frozen camera: {end.stop.reason} after {sc.t - started:.2f} s")  # pytest -s
+    assert end.stop.kind is StopKind.SYSTEM and end.steps == CONFIG.control.max_missed_ticks
+    assert "no usable command for 8 ticks in a row (the policy node sent none: image/wrist is 0.91 s old" in (
+        end.stop.reason
+    )
+    assert sc.t - started < (CONFIG.control.max_missed_ticks + 1) / CONFIG.control.rate_hz + 0.1
 
 
 # -- any sequence of faults, recoveries and commands ------------------------------------------------

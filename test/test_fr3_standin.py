@@ -339,3 +339,57 @@ def test_standin_topics_behave_like_the_real_stack_and_a_camera_frozen(ros_conte
         node.destroy_node()
         for p in (cameras, proc):
             stop(p)
+
+
+@pytest.mark.ros
+@pytest.mark.realtime
+def test_the_recorder_leaves_out_the_cells_fast_and_unused_streams(tmp_path, ros_context):
+    """The recorder on the real cell's graph (the robot configuration's exclusions) against the
+    stand-in, which publishes what franka's and the Robotiq's stacks do: it records the policy's
+    cameras (here exterior_1 and wrist), the merged /joint_states and the Robotiq's joint states
+    (100 Hz, its controller manager's rate), and never subscribes to franka's 1 kHz streams
+    (the arm's broadcaster, the full robot state, the arm controller's controller_state) or to
+    a camera the policy does not read (exterior_2: a ZED wrapper computes a stream only while
+    someone subscribes)."""
+    rclpy = pytest.importorskip("rclpy")
+    from procs import LoggedProcess, stop
+    from ros_helpers import spin_until
+    from std_msgs.msg import String
+
+    from indgen_core import graph, topics
+    from indgen_core.ros.base import LATCHED
+
+    env = dict(os.environ)
+    env.pop("MENAGERIE_ROOT", None)
+    procs = [
+        LoggedProcess([graph.executable_path("fr3_stand_in"), "--ros-args", "-p", "builtin:=true",
+                       "-p", "broadcaster_hz:=1000.0"], env=env),
+        LoggedProcess([graph.executable_path("fr3_cameras"), "--ros-args", "-p", "builtin:=true", "-p",
+                       "camera_hz:=5.0", "-p", "render_width:=64", "-p", "render_height:=36", "-p",
+                       "image_width:=64", "-p", "image_height:=36"], env=env),
+        LoggedProcess([graph.executable_path("recorder"), "--ros-args", "-p", f"bag_dir:={tmp_path}", "-p",
+                       f"db:={tmp_path / 'r.sqlite'}", "-p", "robot:=fr3_robotiq_zed", "-p",
+                       "cameras:=exterior_1,wrist"], env=env),
+    ]
+    node = rclpy.create_node("recorder_reader", context=ros_context)
+    status: dict = {}
+    node.create_subscription(String, topics.RECORDER_STATUS, lambda m: status.update(json.loads(m.data)), LATCHED)
+
+    def recorder_reads(topic: str) -> bool:
+        return any(info.node_name == "recorder" for info in node.get_subscriptions_info_by_topic(topic))
+
+    try:
+        wanted = [CONFIG.cameras["exterior_1"], CONFIG.cameras["wrist"], CONFIG.merged_joint_states,
+                  CONFIG.gripper.state_topic]
+        assert spin_until(node, lambda: status.get("steady") and all(recorder_reads(t) for t in wanted), 60), (
+            status, procs[2].output()[-2000:])
+        left_out = [CONFIG.arm.state_topic, CONFIG.arm.robot_state_topic, f"/{CONFIG.arm.controller}/controller_state",
+                    "/franka_robot_state_broadcaster/measured_joint_states", CONFIG.cameras["exterior_2"]]
+        for topic in left_out:
+            assert node.get_publishers_info_by_topic(topic), f"the stand-in does not publish {topic}"
+            assert not recorder_reads(topic), f"the recorder subscribes to {topic}"
+        print(f"recorded: {', '.join(wanted)}; left out: {', '.join(left_out)}")  # pytest -s
+    finally:
+        node.destroy_node()
+        for p in procs:
+            stop(p)

@@ -24,6 +24,9 @@ with `respawn: true` is restarted when it dies (both launch paths), instead of e
 launch. A profile argument `enclaves` (an SROS2 enclave prefix such as /indgen) gives every ROS
 node `--enclave <prefix>/<node name>` (docs/security.md).
 
+A profile may `refuse:` combinations of arguments, each `{if: CONDITION, message: SENTENCE}`:
+resolving it then stops with the sentence (both launch paths).
+
 A profile may `extends: OTHER`: it takes OTHER's nodes and arguments and changes only what it
 names (a new default for an argument, a description), so two graphs that differ in their
 defaults (stack_axis and scale_axis) are described once.
@@ -44,6 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from indgen_core import paths
 from indgen_core.configfile import ConfigError, load_model, read_yaml_mapping
+from indgen_core.errors import IndGenError
 
 _SUB = re.compile(r"\$\((not )?(\w+)\)")
 
@@ -77,11 +81,21 @@ class NodeTemplate(BaseModel):
     args: list[str | dict[str, str]] = []
 
 
+class Refusal(BaseModel):
+    """A combination of arguments the graph refuses, in one sentence (`robot:=real` with the
+    oracle, which needs the simulator's poses)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    condition: str = Field(alias="if")
+    message: str
+
+
 class ProfileSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
     description: str = ""
     arguments: dict[str, ArgumentSpec] = {}
+    refuse: list[Refusal] = []
     nodes: list[NodeTemplate] = Field(min_length=1)
 
 
@@ -198,6 +212,9 @@ class Profile:
 
     def resolve(self, overrides: dict[str, Any] | None = None) -> list[NodeSpec]:
         values = self.values(overrides)
+        for refusal in self.spec.refuse:
+            if _truthy(_substitute(refusal.condition, values)):
+                raise IndGenError(str(_substitute(refusal.message, values)))
         nodes = []
         for template in self.spec.nodes:
             if template.condition is not None and not _truthy(_substitute(template.condition, values)):

@@ -152,6 +152,11 @@ class RecorderParameters:
         "streams: recording subscribes, and a ZED wrapper computes a stream only while someone does); its "
         "camera topics and merged joint states are recorded even under an excluded prefix",
     )
+    cameras: str = param(
+        "",
+        "with a robot configuration: the cameras the policy reads (exterior_1,wrist); the others are not recorded "
+        "(empty: all of the configuration's)",
+    )
 
 
 RECORDER_ENDPOINTS = (

@@ -83,20 +83,34 @@ def register_bringup(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_bringup(args: argparse.Namespace) -> int:
+    from indgen_core.errors import IndGenError
     from indgen_core.robot_config import load_robot_config, robot_config_path
-    from indgen_robot.bringup import CELL_ARGUMENTS, IncludeLaunch, cell_steps, shell_commands
+    from indgen_robot.bringup import (
+        CELL_ARGUMENTS,
+        CallService,
+        IncludeLaunch,
+        cell_steps,
+        franka_version_problem,
+        shell_commands,
+    )
 
     config = load_robot_config(args.robot)
+    problem = franka_version_problem(config.franka.min_version)
+    if problem:
+        raise IndGenError(problem)
     values = {name: getattr(args, name) for name in CELL_ARGUMENTS}
     folder = robot_config_path(args.robot).parent.resolve()
     if args.installed:
         folder = Path("$(ros2 pkg prefix indgen)/share/indgen/config/robots")
     steps = cell_steps(config, folder, values)
     print(
-        f"# the bring-up of '{config.name}' on ROS 2 Jazzy: one terminal per command, in order (unverified on hardware)"
+        f"# the bring-up of '{config.name}' on ROS 2 Jazzy: one terminal per command, in order (unverified on "
+        "hardware); after franka's driver restarts, the service calls and the arm controller's spawner again"
     )
     for step, command in zip(steps, shell_commands(steps), strict=True):
-        kind = "launch" if isinstance(step, IncludeLaunch) else "node"
+        kind = (
+            "launch" if isinstance(step, IncludeLaunch) else "service call" if isinstance(step, CallService) else "node"
+        )
         print(f"# {step.what} ({kind})\n{command}")
     print(
         "# then IndGen: ros2 launch indgen stack_axis.launch.py sim:=false robot:=real ... (or `indgen launch` with "

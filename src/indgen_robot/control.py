@@ -19,8 +19,8 @@ one after one tick, so the arm moves at v_cmd: 0.2 v rad per tick, as DROID asks
 The bound (indgen_core/arm_bounds.py): no segment reaches further than `arm.max_lead` from
 the pose it was planned from. The speed caps make a streamed segment's look-ahead, the
 sample's extrapolation and its tail fit; a hold stops within it; a reset is streamed towards
-its pose like a policy's motion (reset.py), and only its last few millimetres go as one
-rest-to-rest segment. So whatever happens after a segment is sent (the arm blocked, the runner
+its pose like a policy's motion (reset.py), and only its last stretch, within max_lead of the
+pose, goes as one rest-to-rest segment. So whatever happens after a segment is sent (the arm blocked, the runner
 stalled or killed, the policy late), the controller's reference leads the arm by at most
 max_lead, the arm moves at most max_lead further, and a blocked joint is pushed with at most
 the configuration's stated torque, without relying on the controller's path tolerance.
@@ -169,7 +169,7 @@ class CommandGate:
         """One smooth rest-to-rest segment from the measured arm to `goal`, no faster than
         max_speed and the allowed acceleration (a cubic over T peaks at 1.5 d / T in velocity
         and 6 d / T^2 in acceleration); only for a goal within reach (ValueError otherwise):
-        the last few millimetres of a reset."""
+        the last stretch of a reset."""
         q, _ = self._clean(q, np.zeros(7))
         goal = np.clip(np.asarray(goal, float), self.lower, self.upper)
         distance = np.abs(goal - q)

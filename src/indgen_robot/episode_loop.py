@@ -7,10 +7,14 @@ answer), plus `inputs()`, a snapshot of what the runner knows (e-stop, cancel, p
 arm's freshness). The runner node (ros/fr3_runner.py) only wires ROS to it.
 
 Per tick, before anything is sent, safety.TickChecks decides whether the episode must end;
-a command that is missing, late, repeated, non-finite, the wrong size or out of range is never
-sent (the arm holds in the same tick) and max_missed_ticks of them in a row end the episode as
-a system fault. Before step 0 the loop waits, holding, for the policy to be connected and
-warmed up (a first request can compile for seconds), up to control.policy_ready_timeout_s.
+a command that is missing, repeated, non-finite, the wrong size or out of range is never sent
+(the arm holds in the same tick) and max_missed_ticks of them in a row end the episode as a
+system fault, with the policy node's own reason where it sent one (a stale camera frame). A
+command that is only late (pi0.5 computing a chunk: DROID's loop blocks on it) is waited for,
+the arm holding, up to control.reply_timeout_s from its tick, and then executed, not dropped:
+the loop's clock starts again from it; a reply later than that is a missed tick. Before step 0
+the loop waits, holding, for the policy to be connected and warmed up (a first request can
+compile for seconds), up to control.policy_ready_timeout_s.
 """
 
 from __future__ import annotations
@@ -39,6 +43,13 @@ class PolicyPort(Protocol):
     def publish_tick(self, step: int) -> None: ...
 
     def wait(self, timeout: float, abort: Callable[[], str | None], what: str) -> dict: ...
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The policy node's answer to a tick it cannot command, with its reason."""
+
+    reason: str
 
 
 @dataclass
@@ -74,6 +85,21 @@ class EpisodeLoop:
         (the robot holds in this tick, not after command_timeout_s)."""
         now = self.inputs()
         return "operator e-stop" if now.estop else now.policy_lost
+
+    def _answer(self, step: int, tick_time: float) -> dict:
+        """The tick's command: within command_timeout_s, or, the arm holding, within
+        reply_timeout_s of the tick (PolicyUnavailable when it is lost or later than that)."""
+        c = self.config.control
+        what = f"tick {step}"
+        try:
+            return self.policy.wait(c.command_timeout_s, self._lost_now, what)
+        except PolicyUnavailable:
+            if self._lost_now() or c.reply_timeout_s <= c.command_timeout_s:
+                raise
+        self.motion.hold()  # late: the arm stops, as DROID's does while its loop waits
+        self.timer.late()
+        left = c.reply_timeout_s - (self.clock() - tick_time)
+        return self.policy.wait(max(left, 0.0), self._lost_now, what)
 
     def _wait_for_policy(self) -> Stop | None:
         c = self.config.control
@@ -117,7 +143,10 @@ class EpisodeLoop:
             self.timer.tick(tick_time)
             self.policy.publish_tick(step)
             try:
-                got = self.policy.wait(c.command_timeout_s, self._lost_now, f"tick {step}")
+                got = self._answer(step, tick_time)
+                refused = next((v for v in got.values() if isinstance(v, Refusal)), None)
+                if refused is not None:
+                    raise RefusedCommand(f"the policy node sent none: {refused.reason}")
                 v, g = check_command(
                     np.asarray(got["arm"]) / RAD_PER_S_AT_ONE, np.asarray(got["gripper"]) / GRIPPER_CLOSED_RAD
                 )
@@ -140,6 +169,7 @@ class EpisodeLoop:
             except NoFreshState:
                 pass  # the arm went stale since the check: the next tick's check says why
             step += 1
+            # after a late reply the loop's clock starts again from it (DROID's blocking loop)
             next_tick = max(next_tick + period, self.clock())
             if self.clock() - last_feedback >= 0.5:
                 last_feedback = self.clock()

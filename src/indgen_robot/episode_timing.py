@@ -1,6 +1,7 @@
 """Timing of one real-robot episode, as the runner measured it: the tick period and its
-jitter, ticks without a usable command, the latency from a tick to its trajectory segment and
-the policy's round trip (tick published to command received). Kept in the result's details,
+jitter, ticks without a usable command, ticks whose command came late (the arm held
+meanwhile), the latency from a tick to its trajectory segment and the policy's round trip
+(tick published to command received). Kept in the result's details,
 so every real-robot trial carries how well its loop ran."""
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ class TickTimer:
     def __init__(self):
         self.ticks = 0
         self.missed = 0
+        #: ticks whose command came after command_timeout_s: the arm held while the loop waited
+        self.late_replies = 0
         self._last: float | None = None
         self.periods: list[float] = []
         self.round_trips: list[float] = []
@@ -43,6 +46,9 @@ class TickTimer:
     def miss(self) -> None:
         self.missed += 1
 
+    def late(self) -> None:
+        self.late_replies += 1
+
     def state_age(self, age: float) -> None:
         if np.isfinite(age):
             self.state_ages.append(age)
@@ -56,6 +62,7 @@ class TickTimer:
         return {
             "ticks": self.ticks,
             "missed_ticks": self.missed,
+            "late_replies": self.late_replies,
             "tick_period_ms": _percentiles(self.periods),
             "jitter_ms": round(float(periods.std()), 3) if len(periods) else None,
             "command_latency_ms": _percentiles(self.latencies),

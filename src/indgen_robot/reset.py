@@ -10,7 +10,8 @@ The sequence, every step from the measured arm (motion.py):
 3. Open the gripper (DROID's reset opens it before moving).
 4. Stream towards the reset pose tick by tick, as a policy's motion is streamed (each segment
    from the measured arm, within max_lead: control.py), along the straight line in joint space
-   and slowing near the pose; the last few millimetres are one rest-to-rest segment. The
+   and slowing near the pose; the rest of the way is one rest-to-rest segment once every joint
+   is within max_lead of the pose. The
    reset's measured progress is watched like an episode's: a reset whose distance to the pose
    stops shrinking for reset.stall_s is blocked (something is in the way) and holds at the
    measured pose; a state that stops during the reset is waited for up to STATE_BACK_S, and
@@ -47,6 +48,8 @@ FIRST_STATE_S = 5.0
 SETTLE_S = 3.0
 #: rad: a reset that brings its farthest joint this much closer to the pose makes progress
 STALL_PROGRESS = 0.005
+#: s between two looks at the arm's state while a reset streams (its segments go at the tick rate)
+POLL_S = 0.02
 
 
 STALE_DURING_RESET = "the arm's state went stale during the reset (a reflex or a fault)"
@@ -205,7 +208,7 @@ class ResetSequence:
         speed = np.minimum(gate.v_max, config.reset.max_speed)
         deadline = self.clock() + float(np.max(np.abs(goal - sample.q) / speed)) + config.reset.timeout_s
         best, best_at = float("inf"), self.clock()
-        last_progress = self.clock()
+        last_progress = next_tick = self.clock()
         while True:
             stop = should_stop()
             if stop:
@@ -215,11 +218,17 @@ class ResetSequence:
                 ok, message = self._state_gap(progress, should_stop)
                 if not ok:
                     return False, message
-                best_at = self.clock()  # the pause is not the obstacle's
+                best_at = next_tick = self.clock()  # the pause is not the obstacle's
                 continue
+            if self.clock() < next_tick:  # the state is watched between ticks too (a gap is held at once)
+                self.sleep(min(POLL_S, next_tick - self.clock()))
+                continue
+            next_tick += gate.period
             error = np.abs(goal - sample.q)
             worst = int(np.argmax(error))
-            if error[worst] <= config.reset.tolerance / 2:
+            # the rest of the way as one segment once it is within reach: a slow stream would
+            # push a joint that friction holds with too little to free it
+            if np.all(error + np.abs(sample.dq) * gate.extrapolation <= gate.max_lead):
                 try:
                     self.motion.move_to(goal, config.reset.max_speed)
                 except (NoFreshState, ValueError) as exc:
@@ -242,7 +251,6 @@ class ResetSequence:
             if progress is not None and self.clock() - last_progress > 0.5:
                 last_progress = self.clock()
                 progress()
-            self.sleep(gate.period)
 
     def _state_gap(self, progress, should_stop) -> tuple[bool, str]:
         """The arm's state stopped during the reset: wait up to STATE_BACK_S. Back: hold at the

@@ -80,6 +80,26 @@ def gripper_command(droid_gripper: float, sequence: int) -> Float64MultiArray:
     return command([float(droid_gripper) * GRIPPER_CLOSED_RAD], sequence, "gripper")
 
 
+#: the label of a command message that carries no values but the reason there are none
+NO_COMMAND = "no command: "
+
+
+def no_command(sequence: int, why: str) -> Float64MultiArray:
+    """The policy node's answer to a tick it cannot command (a stale camera frame...): no
+    values, the reason in the label, so that the world holds at once and says why."""
+    msg = Float64MultiArray()
+    msg.layout.dim = [MultiArrayDimension(label=(NO_COMMAND + why)[:400], size=0, stride=0)]
+    msg.layout.data_offset = int(sequence) % 2**32
+    return msg
+
+
+def refusal(msg: Float64MultiArray) -> str | None:
+    """The reason a no_command message gives, or None for a command."""
+    if len(msg.data) == 0 and msg.layout.dim and msg.layout.dim[0].label.startswith(NO_COMMAND):
+        return msg.layout.dim[0].label[len(NO_COMMAND) :]
+    return None
+
+
 def read_arm_command(msg: Float64MultiArray) -> np.ndarray:
     """rad/s back to DROID's normalised velocities; BadCommand for anything not executable."""
     v = np.asarray(msg.data, dtype=np.float64)

@@ -68,8 +68,12 @@ class Recorder(Node):
         self.keep: set[str] = set()
         if self.p.robot:
             robot = load_robot_config(self.p.robot)
-            self.robot_exclude = tuple(robot.recorder.exclude)
-            self.keep = {*robot.cameras.values(), robot.merged_joint_states} - {""}
+            # the arm controller's state comes at every controller update (ros2_controllers'
+            # JTC publishes controller_state each cycle: 1 kHz on franka)
+            self.robot_exclude = (*robot.recorder.exclude, f"/{robot.arm.controller}/controller_state")
+            used = parse_names(self.p.cameras) or list(robot.cameras)  # the cameras the policy reads
+            self.keep = {*(robot.cameras[c] for c in used if c in robot.cameras), robot.merged_joint_states} - {""}
+            self.robot_exclude += tuple(t for c, t in robot.cameras.items() if c not in used)
         self.recorded: set[tuple[str, str]] = set()
         self.refused: set[str] = set()
         self.trials: dict[tuple[str, str], int] = {}  # (campaign, trial) -> start (ns); the bookkeeper's

@@ -10,6 +10,13 @@ policy node judges its age by what it shows.
 A camera that cannot be opened is one sentence and exit status 2; one that stops delivering
 is reported (throttled) and retried, and publishes nothing meanwhile, so the policy node's
 frame-age check makes the runner hold rather than act on an old frame.
+
+A device (not a file or a stream) is asked for the capture mode the robot configuration
+names (`uvc`: a ZED over UVC at HD720, both eyes side by side at 2560 x 720, 15 fps); what the
+device really delivers is read back and a mismatch said in one sentence. The image is the left
+eye as the sensor gives it, **not rectified**: the ZED wrapper's rgb/color/rect/image is
+undistorted and rectified from the camera's factory calibration, which UVC does not apply. A
+policy trained on the wrapper's images sees slightly different geometry here (docs/real-robot.md).
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from indgen_core.lists import parse_names
 from indgen_core.ros.base import LOCKSTEP, read_parameters, run_node
 from indgen_robot.node_interfaces import CAMERA_NODE_ENDPOINTS
 from indgen_robot.node_interfaces import CameraNodeParameters as Parameters
-from indgen_robot.ros.policy_io import camera_topics_of
+from indgen_robot.ros.policy_io import camera_topics_of, robot_of
 
 
 def parse_sources(text: str) -> dict[str, str]:
@@ -70,15 +77,47 @@ def left_eye(frame: np.ndarray, stereo: str) -> np.ndarray:
     return frame
 
 
+def is_device(source: str) -> bool:
+    """A camera device (an index or /dev/video*), not a file or a stream."""
+    return source.isdigit() or source.startswith("/dev/video")
+
+
+def set_capture_mode(capture, cv2, name: str, mode) -> str | None:
+    """Ask a device for `mode` (width, height, fps) and read back what it took; one sentence
+    when it differs (a UVC device offers fixed modes: the nearest one wins), else None."""
+    wanted = {cv2.CAP_PROP_FRAME_WIDTH: mode.width, cv2.CAP_PROP_FRAME_HEIGHT: mode.height, cv2.CAP_PROP_FPS: mode.fps}
+    for prop, value in wanted.items():
+        capture.set(prop, float(value))
+    got = [capture.get(prop) for prop in wanted]
+    if [round(g) for g in got] != [round(float(v)) for v in wanted.values()]:
+        return (
+            f"camera '{name}' delivers {got[0]:.0f} x {got[1]:.0f} at {got[2]:g} fps, not the robot configuration's "
+            f"{mode.width} x {mode.height} at {mode.fps:g} fps (uvc): the device has no such mode"
+        )
+    return None
+
+
 class Camera:
     def __init__(
-        self, name: str, source: str, size: tuple[int, int], loop: bool, log, stereo: str = "auto", clock=None
+        self,
+        name: str,
+        source: str,
+        size: tuple[int, int],
+        loop: bool,
+        log,
+        stereo: str = "auto",
+        clock=None,
+        mode=None,
     ):
         cv2 = require("cv2", "all", "camera_node")
         self.cv2, self.name, self.source, self.size, self.loop, self.log = cv2, name, source, size, loop, log
         self.capture = cv2.VideoCapture(int(source) if source.isdigit() else source)
         if not self.capture.isOpened():
             raise IndGenError(f"camera '{name}': cannot open {source!r} (no such device, file or stream)")
+        if mode is not None and is_device(source):
+            problem = set_capture_mode(self.capture, cv2, name, mode)
+            if problem:
+                log.warning(problem)
         self.frame: np.ndarray | None = None
         self.stamp = None
         self.frames = 0
@@ -127,6 +166,7 @@ class CameraNode(Node):
         if self.p.stereo not in STEREO:
             raise IndGenError(f"stereo must be one of {', '.join(STEREO)}, got {self.p.stereo!r}")
         named = camera_topics_of(self.p.robot)
+        mode = robot_of(self.p.robot).uvc if self.p.robot else None
         self.stop = threading.Event()
         self.cameras = {}
         for name, source in parse_sources(self.p.sources).items():
@@ -138,6 +178,7 @@ class CameraNode(Node):
                 self.get_logger(),
                 self.p.stereo,
                 self.get_clock(),
+                mode,
             )
             topic = named.get(name, topics.camera_topic(name))
             self.cameras[name] = (camera, self.create_publisher(Image, topic, LOCKSTEP))

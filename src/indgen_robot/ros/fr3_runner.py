@@ -41,7 +41,7 @@ from indgen_core import messages, topics
 from indgen_core.errors import IndGenError, first_line
 from indgen_core.records import Outcome, TrialResult
 from indgen_core.robot_config import load_robot_config
-from indgen_core.ros import convert
+from indgen_core.ros import convert, fr3
 from indgen_core.ros.base import (
     LATCHED,
     LOCKSTEP,
@@ -58,7 +58,7 @@ from indgen_msgs.action import RunEpisode
 from indgen_msgs.msg import ControlTick, PolicyStatus, RobotStatus, TaskSetup
 from indgen_msgs.srv import PrepareTrial
 from indgen_robot.control import CommandGate
-from indgen_robot.episode_loop import EpisodeLoop
+from indgen_robot.episode_loop import EpisodeLoop, Refusal
 from indgen_robot.episode_result import malformed_goal_setup, trial_result
 from indgen_robot.motion import ArmMotion
 from indgen_robot.node_interfaces import FR3_RUNNER_ENDPOINTS
@@ -146,7 +146,9 @@ class Fr3Runner(Node):
     # -- inputs -------------------------------------------------------------------------------------
     def _command(self, part: str):
         def take(msg: Float64MultiArray) -> None:
-            self.policy.slot.offer(msg.layout.data_offset, np.array(msg.data, dtype=np.float64), part)
+            why = fr3.refusal(msg)  # the policy node says why it has no command for this tick
+            value = Refusal(why) if why is not None else np.array(msg.data, dtype=np.float64)
+            self.policy.slot.offer(msg.layout.data_offset, value, part)
 
         return take
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import collections
 import collections.abc
-import struct
 import threading
 import time
 from collections.abc import Callable
@@ -21,89 +20,10 @@ from indgen_core.lists import parse_names
 from indgen_core.ros import fr3
 from indgen_core.ros import libero as libero_msgs
 from indgen_core.ros.base import LOCKSTEP, TICKS, subscribe
+from indgen_core.ros.latest import LatestReader
 from indgen_msgs.msg import ControlTick, GridAction, GridObservation, ImageRequest, ObjectPoses
 from indgen_robot.arm_state import BadJointState, ClockCheck, pick
-
-
-class RawImage:
-    """A sensor_msgs/Image still in its CDR bytes: a ZED frame is 3.7 MB at 15 Hz per camera,
-    and a DROID policy looks at one frame in eight ticks, so frames are deserialised only
-    when a request is built. The stamp (the first field) is read straight from the bytes."""
-
-    def __init__(self, data: bytes):
-        if len(data) < 12 or data[1] not in (0, 1):
-            raise ValueError("not a CDR-encoded sensor_msgs/Image")
-        self.data = data
-        sec, nanosec = struct.unpack("<iI" if data[1] == 1 else ">iI", data[4:12])
-        self.header = _Header(_Stamp(sec, nanosec))
-
-    def message(self) -> Image:
-        from rclpy.serialization import deserialize_message
-
-        return deserialize_message(self.data, Image)
-
-
-class _Stamp:
-    def __init__(self, sec: int, nanosec: int):
-        self.sec, self.nanosec = sec, nanosec
-
-
-class _Header:
-    def __init__(self, stamp: _Stamp):
-        self.stamp = stamp
-
-
-class ImagesUnavailable(RuntimeError):
-    """The world did not send the images of a tick that were asked for: no command is sent."""
-
-
-class RequestedImages(collections.abc.Mapping):
-    """The cameras of a tick whose world renders them on request (ControlTick.images_on_request):
-    the first read asks the world for every camera this node uses, once, and waits for them."""
-
-    def __init__(self, io: StampedTickIO, tick):
-        self._io, self._tick = io, tick
-        self._decoded: dict[str, np.ndarray] = {}
-
-    def __getitem__(self, name: str):
-        if name not in self._io.cameras:
-            raise KeyError(name)
-        if name not in self._decoded:
-            raw = self._io.requested_frames(self._tick)
-            self._decoded.update(
-                {c: fr3.read_image(m.message() if isinstance(m, RawImage) else m) for c, m in raw.items()}
-            )
-        return self._decoded[name]
-
-    def __contains__(self, name) -> bool:
-        return name in self._io.cameras
-
-    def __iter__(self):
-        return iter(self._io.cameras)
-
-    def __len__(self) -> int:
-        return len(self._io.cameras)
-
-
-class LazyImages(collections.abc.Mapping):
-    """Camera name -> RGB array, decoded from its (raw) Image only when a request needs it:
-    inside an open-loop chunk no request is built."""
-
-    def __init__(self, messages: dict):
-        self._messages = messages
-        self._decoded: dict[str, np.ndarray] = {}
-
-    def __getitem__(self, name: str):
-        if name not in self._decoded:
-            msg = self._messages[name]
-            self._decoded[name] = fr3.read_image(msg.message() if isinstance(msg, RawImage) else msg)
-        return self._decoded[name]
-
-    def __iter__(self):
-        return iter(self._messages)
-
-    def __len__(self) -> int:
-        return len(self._messages)
+from indgen_robot.ros.policy_images import ImagesUnavailable, LazyImages, RawImage, RequestedImages
 
 
 def robot_of(name: str):
@@ -289,6 +209,7 @@ class StampedTickIO:
         own header stamp. An arrival time says nothing of a frame's age: a driver that stalls,
         buffers or re-sends its last frame delivers old pictures promptly."""
         parts, now = {"tick": tick}, time.time()
+        self.pull()
         for key in self.needed - {"tick"}:
             msg = self.latest.get(key)
             limit = self.max_age["image" if key.startswith("image/") else "state"]
@@ -303,6 +224,7 @@ class StampedTickIO:
                 self.node.get_logger().warning(
                     f"{tick.trial_id} step {tick.step}: {why}; no command sent", throttle_duration_sec=2.0
                 )
+                self.refuse(tick, why)
                 return
             parts[key] = msg
         self._complete(parts)
@@ -328,6 +250,13 @@ class StampedTickIO:
     def observation(self, parts: dict) -> dict:
         raise NotImplementedError
 
+    def pull(self) -> None:
+        """Take the newest samples of the parts read newest-first (DroidPolicyIO's joint states)."""
+
+    def refuse(self, tick, why: str) -> None:
+        """Tell the world at once why this wall-clock tick gets no command (it then holds and
+        says so, instead of waiting out its timeout); the lock-step worlds never ask."""
+
     def privileged_extras(self, msg, obs: dict) -> None:
         """More privileged state from the ObjectPoses message (LIBERO: pick, place, grasp)."""
 
@@ -342,9 +271,14 @@ class DroidPolicyIO(StampedTickIO):
 
     def __init__(self, node, on_tick: Callable[[Tick], None]):
         super().__init__(node, on_tick)
+        #: the real robot's joint states, newest-first (franka's arm publishes at 1 kHz: a
+        #: callback per message would cost the node half a core; indgen_core/ros/latest.py)
+        self.readers: dict[str, LatestReader] = {}
         if self.robot is not None:
-            self.part(JointState, self.robot.arm.state_topic, "arm", SENSOR)
-            self.part(JointState, self.robot.gripper.state_topic, "gripper", SENSOR)
+            name = node.get_name()
+            for key, topic in (("arm", self.robot.arm.state_topic), ("gripper", self.robot.gripper.state_topic)):
+                self.needed.add(key)
+                self.readers[key] = LatestReader(node.context, JointState, topic, f"{name}_{key}_state")
         else:
             self.part(JointState, topics.JOINT_STATES, "joints")
         self.arm_pub = node.create_publisher(Float64MultiArray, topics.ARM_VELOCITY_COMMAND, TICKS)
@@ -360,6 +294,20 @@ class DroidPolicyIO(StampedTickIO):
         except BadJointState as exc:
             raise fr3.BadCommand(str(exc)) from None
         return {"joint_position": q, "gripper_position": float(np.clip(knuckle[0] / self.robot.gripper.closed, 0, 1))}
+
+    def pull(self) -> None:
+        for key, reader in self.readers.items():
+            msg = reader.take()
+            if msg is not None:
+                self.latest[key] = msg
+                if msg.header.stamp.sec or msg.header.stamp.nanosec:
+                    self.clocks.setdefault(key, ClockCheck(self.robot.control.clock_tolerance_s)).add(
+                        messages.seconds(msg.header.stamp), time.time()
+                    )
+
+    def refuse(self, tick, why: str) -> None:
+        self.arm_pub.publish(fr3.no_command(tick.sequence, why))
+        self.gripper_pub.publish(fr3.no_command(tick.sequence, why))
 
     def send(self, tick: Tick, action: dict) -> None:
         self.arm_pub.publish(fr3.arm_command(action["joint_velocity"], tick.sequence))

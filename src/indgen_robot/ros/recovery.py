@@ -102,6 +102,11 @@ class FrankaRecovery:
                 "install with franka_ros2 sourced; neither is on PyPI): source it, or set "
                 "recovery:=manual and recover the robot by hand when asked"
             ) from None
+        from indgen_robot.bringup import franka_version_problem
+
+        problem = franka_version_problem(config.franka.min_version)
+        if problem:
+            raise IndGenError(problem)
         r = config.recovery
         self.config = config
         self.types = (ErrorRecovery, SetHardwareComponentState, SwitchController, ListHardwareComponents)
