@@ -1,7 +1,7 @@
 """The real-robot loop on the wall clock, measured against the MuJoCo stand-in for the FR3.
 
     .venv/bin/python bench/fr3_loop_bench.py [--seconds 120] [--cameras exterior_1,wrist]
-        [--camera-size 640x360] [--bag-exclude /zed] [--broadcaster-hz 1000]
+        [--camera-size 640x360] [--bag-exclude /zed] [--broadcaster-hz 1000] [--robot-state-hz 1000]
 
 One episode of `--seconds` through the real graph (`indgen launch stack_axis sim:=false
 robot:=mock`): the FR3 runner at 15 Hz against the stand-in that behaves like the real stack
@@ -14,7 +14,15 @@ that episode: tick period p50/p99 and jitter against the nominal 66.7 ms, missed
 command) over all ticks and over the ticks that asked the server (every 8th), the arm state's
 age at each tick's check against the fault limit; and from the stand-in and the store:
 reflexes (target 0) and false fault detections (aborted attempts or robot stops, target 0:
-nothing was injected). Runs on loopback in its own ROS domain.
+nothing was injected). The stand-in publishes franka's full robot state (FrankaRobotState's
+layout) at --robot-state-hz (franka: 1 kHz), which the runner reads newest-first.
+
+Before the measured episode, an e-stop probe: once the first attempt ticks, the soft e-stop is
+pressed from a pedal-style publisher (reliable, transient local, after the runner's reader
+matched) and the time to the first hold the stand-in's controller receives is printed against
+one tick; the e-stop is released and the trial runs again (that aborted attempt is the
+probe's, not a false fault). At the end, the CPU seconds of each of the graph's processes.
+Runs on loopback in its own ROS domain.
 """
 
 from __future__ import annotations
@@ -51,8 +59,11 @@ def main() -> int:
                         "1280x720)")
     parser.add_argument("--bag-exclude", default="/zed", help="topic prefixes the recorder leaves out ('': record "
                         "the frames too)")
+    parser.add_argument("--robot-state-hz", type=float, default=1000.0, help="the stand-in's full robot state "
+                        "(FrankaRobotState's layout) per second (franka: 1000)")
     parser.add_argument("--log", type=Path, help="keep the graph's log here")
     args = parser.parse_args()
+    import psutil
     import rclpy
     from scripted_operator import ScriptedOperator
     from servers import free_port
@@ -78,6 +89,7 @@ def main() -> int:
              f"camera_width:={width}",
              f"camera_height:={height}", f"bag_exclude:={args.bag_exclude}", f"port:={port}",
              f"server_uri:=ws://127.0.0.1:{port}", f"db:={tmp / 'r.sqlite'}", f"report_dir:={tmp / 'rep'}",
+             f"robot_state_hz:={args.robot_state_hz}",
              f"campaign:={campaign}", "campaign_id:=loop", "policy:=droid_pi05_standin", "privileged:=false",
              f"cameras:={args.cameras}", "allow_uncertified:=true", "override_reason:=benchmark",
              "episode_timeout_s:=" + str(args.seconds * 3)],
@@ -86,8 +98,13 @@ def main() -> int:
         rclpy.init(context=context, domain_id=int(os.environ["ROS_DOMAIN_ID"]))
         operator = ScriptedOperator(context, labels=lambda prompt: "failure", end_when_placed=False)
         t0 = time.monotonic()
+        cpu: dict[str, float] = {}
         try:
-            proc.wait(timeout=args.seconds * 3 + 120)
+            estop_ms = estop_probe(context)
+            while proc.poll() is None and time.monotonic() - t0 < args.seconds * 3 + 120:
+                cpu.update(graph_cpu(psutil.Process(proc.pid)))
+                time.sleep(2.0)
+            proc.wait(timeout=10)
         finally:
             operator.close()
             if proc.poll() is None:
@@ -104,7 +121,7 @@ def main() -> int:
             details = store.result_details("loop")[0][3]
             attempts = store.attempts("loop")
     reflexes = log_text.count("REFLEX or FAULT")
-    false_faults = [a["reason"] for a in attempts if a["outcome"] == "aborted"]
+    false_faults = [a["reason"] for a in attempts if a["outcome"] == "aborted" and a["reason"] != "operator e-stop"]
     if details.get("robot_stop"):
         false_faults.append(details["end"])
     t = details["timing"]
@@ -118,7 +135,9 @@ def main() -> int:
     print(f"tick period: p50 {period['p50']:.2f} ms (x{period['p50'] / nominal:.3f} of nominal {nominal:.1f}), "
           f"p99 {period['p99']:.2f} ms (x{period['p99'] / nominal:.2f}), max {period['max']:.1f} ms; "
           f"jitter (std) {t['jitter_ms']:.2f} ms")
-    print(f"missed ticks (no usable command within the timeout): {t['missed_ticks']} (target 0)")
+    print(f"missed ticks (no usable command): {t['missed_ticks']} (target 0)"
+          + "".join(f"\n  {n} x {why}" for why, n in t.get("miss_reasons", {}).items()))
+    print(f"late replies (held, then executed): {t.get('late_replies', 0)}")
     print(f"stand-in reflexes: {reflexes} (target 0); false fault detections: {len(false_faults)} (target 0)"
           + "".join(f"\n  {reason}" for reason in false_faults))
     age = t["arm_state_age_ms"]
@@ -129,8 +148,65 @@ def main() -> int:
     print(f"policy round trip (tick -> command), all ticks: p50 {np.percentile(trips, 50):.2f} ms, "
           f"p99 {np.percentile(trips, 99):.2f} ms; ticks that asked the server (every 8th): "
           f"p50 {np.percentile(asked, 50):.2f} ms, p99 {np.percentile(asked, 99):.2f} ms")
+    print(f"e-stop (pedal publisher) to the controller's first hold: {estop_ms:.1f} ms (one tick: {nominal:.1f} ms)")
+    print("CPU s per process over the run: " + ", ".join(f"{name} {s:.0f}" for name, s in sorted(cpu.items())))
     print(json.dumps({k: v for k, v in t.items() if k != "round_trips_ms"}))
     return 0
+
+
+def graph_cpu(launcher) -> dict[str, float]:
+    """CPU seconds (user + system) of each process the launcher started, by node name."""
+    out = {}
+    for child in launcher.children(recursive=True):
+        try:
+            argv = child.cmdline()
+            times = child.cpu_times()
+        except Exception:  # a process that just ended
+            continue
+        name = next((a.split(":=", 1)[1] for a in argv if a.startswith("__node:=")), None)
+        name = name or ("policy_server" if "serve-policy" in argv else None)
+        if name:
+            out[name] = times.user + times.system
+    return out
+
+
+def estop_probe(context) -> float:
+    """Press the soft e-stop as a pedal node does once the first attempt ticks; ms from the
+    publish to the first hold the stand-in's controller received; release it."""
+    import rclpy
+    from rclpy.duration import Duration
+    from std_msgs.msg import Bool, String
+
+    from indgen_core.ros.base import LATCHED, LOCKSTEP
+    from indgen_core.waiting import wait_until
+    from indgen_msgs.msg import ControlTick
+    from indgen_robot.ros.estop_client import PEDAL
+
+    node = rclpy.create_node("estop_probe", context=context)
+    status, ticks = {}, []
+    node.create_subscription(String, "/indgen/sim/stand_in/status", lambda m: status.update(json.loads(m.data)),
+                             LATCHED)
+    node.create_subscription(ControlTick, "/indgen/control_tick", lambda m: ticks.append(m.step), LOCKSTEP)
+    pedal = node.create_publisher(Bool, "/indgen/estop", PEDAL)
+    from rclpy.executors import SingleThreadedExecutor
+
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    spin = lambda: executor.spin_once(0.02) or False  # noqa: E731
+    try:
+        wait_until(lambda: spin() or (len(ticks) > 15 and pedal.get_subscription_count() > 0), 300, poll=0)
+        pressed = time.monotonic()
+        pedal.publish(Bool(data=True))
+        pedal.wait_for_all_acked(Duration(seconds=5))
+        wait_until(lambda: spin() or any(t > pressed for t in status.get("hold_times", [])), 10, poll=0)
+        held = min((t for t in status.get("hold_times", []) if t > pressed), default=float("nan"))
+        time.sleep(1.0)
+        pedal.publish(Bool(data=False))
+        pedal.wait_for_all_acked(Duration(seconds=5))
+        return (held - pressed) * 1000
+    finally:
+        executor.shutdown()
+        node.destroy_node()
 
 
 if __name__ == "__main__":

@@ -182,8 +182,8 @@ def test_a_campaign_counts_a_reflex_reruns_a_driver_fault_and_warms_the_policy_u
                            "privileged:=false", "allow_uncertified:=true", "override_reason:=a test of the stop rule",
                            server_port=fake.port, camera_hz=1)
         try:
-            up = watch.until(lambda: bool(watch.status.get("contact_thresholds")) and inject.get_subscription_count() > 0,
-                             120)
+            listening = lambda: bool(watch.status.get("contact_thresholds")) and inject.get_subscription_count() > 0  # noqa: E731
+            up = watch.until(listening, 120)
             inject.publish(String(data=json.dumps({"contact_thresholds": [10.0] * 7})))
             if not (up and watch.until(lambda: watch.status.get("contact_thresholds") == [10.0] * 7, 30)):
                 graphs.fail(proc, f"the stand-in never took the 10 Nm thresholds ({watch.status})")
@@ -319,3 +319,42 @@ def test_killing_the_policy_server_mid_episode_holds_the_robot_and_the_trial_run
         reasons = [r["message"] for r in store.events("k")]
     assert "policy lost" in out and reasons
     assert watch.status.get("reflexes") == 0
+
+
+def test_frankas_driver_killed_and_restarted_mid_episode_aborts_the_trial_and_the_graph_stays_up(tmp_path,
+                                                                                                ros_context):
+    """franka's controller manager exits mid-episode (here its stand-in, SIGKILLed) and comes back
+    (the launcher restarts it, as fr3_cell.launch.py restarts franka's own launch): IndGen's graph
+    stays up, the runner aborts the attempt in flight as a driver fault (never scored), and the
+    trial runs again once the driver is back; the campaign finishes."""
+    import signal
+
+    import psutil
+
+    port = servers.free_port()
+    operator = ScriptedOperator(ros_context, labels=lambda prompt: "success")
+    watch = StandInWatch(ros_context)
+    proc = launch_mock(tmp_path, f"campaign:={campaign(tmp_path, 'd', 'droid_twin_oracle', levels=(0,), trials=1)}",
+                       "campaign_id:=d", port=port)
+    try:
+        watch.until(lambda: watch.status.get("trajectories", 0) > 30, 180)
+        if watch.status.get("trajectories", 0) <= 30:
+            graphs.fail(proc, f"the episode never got going (stand-in status {watch.status})")
+        stand_in = [p for p in psutil.Process(proc.pid).children(recursive=True)
+                    if "__node:=fr3_stand_in" in p.cmdline()]
+        assert len(stand_in) == 1
+        stand_in[0].send_signal(signal.SIGKILL)
+        out = graphs.finish(proc, timeout=400)
+    finally:
+        operator.close()
+        watch.node.destroy_node()
+        if proc.poll() is None:
+            proc.kill()
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        rows = store.rows("d")
+        attempts = store.attempts("d")
+    assert rows[0].status == "done" and rows[0].aborted_attempts >= 1, (attempts, out[-3000:])
+    aborted = [a["reason"] for a in attempts if a["outcome"] == "aborted"]
+    system = re.compile(r"driver|joint states stopped|state went stale|came back without a recovery|not ready")
+    assert aborted and all(system.search(r) for r in aborted), aborted
+    print(f"the driver killed mid-episode: {aborted[0]!r}; the trial ran again and the campaign finished")

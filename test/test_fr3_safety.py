@@ -340,13 +340,18 @@ def test_a_state_gap_during_a_reset_ends_with_a_hold_at_the_measured_pose():
     stuck = SimCell()
     _drive(stuck, 0.6 * DOWN, 12)
     when = {}
+    streaming = stuck.reset._stream_to_pose
 
-    def stale_for_good(seconds):  # 0.3 s into the reset the state stops for 2 s: a fault
-        when.setdefault("from", stuck.t + 0.3)
-        if stuck.t >= when["from"] and "gap" not in when:
+    def then_a_fault(progress, should_stop):  # 0.2 s into the streaming the state stops for 2 s
+        when["from"] = stuck.t + 0.2
+        return streaming(progress, should_stop)
+
+    def stale_for_good(seconds):
+        if "from" in when and stuck.t >= when["from"] and "gap" not in when:
             stuck.arm_delayed_until = when["gap"] = stuck.t + 2.0
         stuck.advance(seconds)
 
+    stuck.reset._stream_to_pose = then_a_fault
     stuck.reset.sleep = stale_for_good
     ok, message = stuck.reset.run()
     assert not ok and "reset abandoned" in message and stuck.motion.hold_owed, message
@@ -391,6 +396,8 @@ def test_a_state_that_comes_back_by_itself_was_delayed_not_stopped_and_a_silent_
     settled = settle_unexplained(stop, sc.arm, sc.recover, lambda: [], wait=sc.wait)
     assert settled.kind is StopKind.SYSTEM and settled.aborted, settled
     assert "came back without a recovery" in settled.reason and sc.recoveries == 0
+    paused = float(settled.reason.split("paused for ")[1].split(" s")[0])
+    assert 0.35 <= paused <= 0.45, settled.reason  # the gap itself (0.4 s), read at the stop, not after
     assert settled.details == {"stop": "state_delayed"}
     # a reflex: the broadcaster stays silent, the robot is recovered, the person labels it
     reflexed = SimCell()
@@ -411,6 +418,70 @@ def test_a_state_that_comes_back_by_itself_was_delayed_not_stopped_and_a_silent_
     stop = classify_fault(again.arm.history(), again.motion.segments(), again.arm.age())
     settled = settle_unexplained(stop, again.arm, again.recover, lambda: ["joint_reflex"], wait=again.wait)
     assert settled.kind is StopKind.POLICY and again.recoveries == 1, settled
+
+
+def test_a_stop_the_recovery_finds_no_fault_for_is_the_systems():
+    """The arm's state stops for longer than STATE_BACK_S mid-motion, but franka never faulted
+    (the middleware held the state): the restore finds no error to recover from, so no reflex
+    stopped the motion, and the trial runs again instead of going to the person."""
+    sc = SimCell()
+    _drive(sc, 0.3 * DOWN, 5)
+    sc.arm_delayed_until = sc.t + 2.0  # longer than STATE_BACK_S: recovery is tried
+    _drive(sc, 0.3 * DOWN, 3)
+    stop = classify_fault(sc.arm.history(), sc.motion.segments(), sc.arm.age())
+    assert stop.kind is StopKind.UNEXPLAINED
+    settled = settle_unexplained(stop, sc.arm, sc.recover, lambda: [], wait=sc.wait)
+    assert settled.kind is StopKind.SYSTEM and settled.details == {"stop": "no_reflex"}, settled
+    assert sc.recoveries == 1 and "in no fault" in settled.reason
+
+
+def test_a_reflex_franka_reports_follows_the_stop_rule():
+    """robot_mode REFLEX is not a system fault by itself (the first reading aborted it): a
+    reflex of the policy's motion is the policy's, scored and labelled; a reflex naming a system
+    error, the user stop and an error recovery under way are the system's."""
+    from indgen_robot.safety import robot_mode_stop
+
+    assert robot_mode_stop(4, ["joint_reflex"]).kind is StopKind.POLICY
+    assert robot_mode_stop(4, ["cartesian_reflex"]).details["stop"] == "reflex"
+    assert robot_mode_stop(4, ["communication_constraints_violation"]).kind is StopKind.SYSTEM
+    assert robot_mode_stop(4, []).kind is StopKind.UNEXPLAINED  # no flag to read: the person says
+    assert robot_mode_stop(5, []).kind is StopKind.SYSTEM and "user stop" in robot_mode_stop(5, []).reason
+    assert robot_mode_stop(6, []).kind is StopKind.SYSTEM
+    assert robot_mode_stop(2, []) is None and robot_mode_stop(1, []) is None
+    checks = TickChecks(CONFIG)
+    stop = checks(_inputs(robot_fault=robot_mode_stop(4, ["joint_reflex"])), lambda age: None)
+    assert stop.kind is StopKind.POLICY  # the tick check passes franka's verdict through
+
+
+def test_torque_control_comes_back_only_when_the_operator_acknowledges():
+    """After a stop the robot's state is restored at once (nothing moves) and its torque control
+    only once the operator has acknowledged; a restore that finds no fault leaves it on."""
+    from indgen_robot.safety import Recovery
+    from indgen_robot.torque_control import AWAITING, TorqueControl
+
+    class Recovering:
+        def __init__(self, found_fault=True):
+            self.enabled, self.found_fault = 0, found_fault
+
+        def restore_state(self):
+            return Recovery(True, "restored", found_fault=self.found_fault)
+
+        def enable_torque(self):
+            self.enabled += 1
+            return Recovery(True, "enabled")
+
+    port = Recovering()
+    torque = TorqueControl(port)
+    assert torque.enable_torque().ok and port.enabled == 0  # on: nothing to do
+    assert torque.acknowledge()[0] is False  # nothing to acknowledge
+    assert torque.restore_state().ok and torque.awaiting_acknowledgement
+    refused = torque.enable_torque()
+    assert not refused.ok and refused.message == AWAITING and port.enabled == 0
+    assert torque.acknowledge()[0] and not torque.awaiting_acknowledgement
+    assert torque.enable_torque().ok and port.enabled == 1 and not torque.off
+    assert torque.restore_state().ok and not torque.recover().ok  # a second stop: acknowledged again
+    no_fault = TorqueControl(Recovering(found_fault=False))
+    assert no_fault.restore_state().ok and not no_fault.awaiting_acknowledgement  # never switched off
 
 
 def test_the_robots_own_error_report_decides_where_it_is_readable():

@@ -425,3 +425,25 @@ def test_a_node_that_cannot_start_is_not_respawned_forever():
     out = io.StringIO()
     assert launcher.Launcher([misconfigured, other], out=out, grace_s=2.0).wait_started() == 1
     assert "restarting" not in out.getvalue()  # a configuration error is not a crash
+
+
+@pytest.mark.parametrize("profile", ["stack_axis", "scale_axis"])
+def test_robot_real_has_its_own_defaults_and_refuses_the_oracle_and_no_cameras(profile):
+    """`robot:=real` (and fr3_cell.launch.py, which sets it) starts no local policy server, sends
+    pi0.5-DROID's cameras and runs the pi0.5 campaign by default; with no cameras, or serving the
+    oracle (which reads the simulator's object poses), it is refused in one sentence. robot:=mock
+    keeps the stand-in's oracle."""
+    from indgen_core.errors import IndGenError
+
+    p = graph.load_profile(profile)
+    real = p.values({"sim": False, "robot": "real"})
+    assert real["start_policy_server"] is False and real["cameras"] == "exterior_1,wrist"
+    assert real["campaign"].endswith("_pi05.yaml") and real["privileged"] is False
+    names = [n.name for n in p.resolve({"sim": False, "robot": "real"})]
+    assert "policy_server" not in names and "fr3_stand_in" not in names
+    with pytest.raises(IndGenError, match=r"^robot:=real needs cameras:="):
+        p.resolve({"sim": False, "robot": "real", "cameras": ""})
+    with pytest.raises(IndGenError, match=r"^robot:=real cannot serve droid_twin_oracle"):
+        p.resolve({"sim": False, "robot": "real", "start_policy_server": True})
+    mock = p.values({"sim": False, "robot": "mock"})
+    assert mock["campaign"].endswith("_oracle.yaml") and mock["start_policy_server"] is True

@@ -11,6 +11,8 @@ futures and servers (`indgen_core.ros.waits`) and the tests' waits are built on 
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
@@ -62,3 +64,21 @@ def wait_until(
 
 def _never() -> bool:
     return False
+
+
+@contextlib.contextmanager
+def heartbeat(beat, period: float):
+    """`beat()` every `period` seconds on a thread of its own while the block runs."""
+    done = threading.Event()
+
+    def run() -> None:
+        while not done.wait(period):
+            beat()
+
+    thread = threading.Thread(target=run, name="heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(timeout=2 * period)

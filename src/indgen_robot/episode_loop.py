@@ -161,7 +161,7 @@ class EpisodeLoop:
                 misses = 0
             except (PolicyUnavailable, RefusedCommand) as exc:
                 self.motion.hold()
-                self.timer.miss()
+                self.timer.miss(str(exc))
                 misses += 1
                 last_refusal = str(exc)
                 if misses >= c.max_missed_ticks:

@@ -6,6 +6,8 @@ so every real-robot trial carries how well its loop ran."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 
@@ -26,6 +28,8 @@ class TickTimer:
         self.missed = 0
         #: ticks whose command came after command_timeout_s: the arm held while the loop waited
         self.late_replies = 0
+        #: why ticks had no usable command (figures as #), and how often
+        self.miss_reasons: dict[str, int] = {}
         self._last: float | None = None
         self.periods: list[float] = []
         self.round_trips: list[float] = []
@@ -43,8 +47,11 @@ class TickTimer:
         self.round_trips.append(answered - tick_time)
         self.latencies.append(sent - tick_time)
 
-    def miss(self) -> None:
+    def miss(self, why: str = "") -> None:
         self.missed += 1
+        kind = re.sub(r"\d+(\.\d+)?", "#", why)[:160]  # the same cause, whatever its figures
+        if kind and (kind in self.miss_reasons or len(self.miss_reasons) < 20):
+            self.miss_reasons[kind] = self.miss_reasons.get(kind, 0) + 1
 
     def late(self) -> None:
         self.late_replies += 1
@@ -63,6 +70,7 @@ class TickTimer:
             "ticks": self.ticks,
             "missed_ticks": self.missed,
             "late_replies": self.late_replies,
+            "miss_reasons": dict(self.miss_reasons),
             "tick_period_ms": _percentiles(self.periods),
             "jitter_ms": round(float(periods.std()), 3) if len(periods) else None,
             "command_latency_ms": _percentiles(self.latencies),

@@ -53,6 +53,7 @@ from indgen_core.ros.base import (
     subscribe_any,
     threaded_execute,
 )
+from indgen_core.waiting import heartbeat
 from indgen_core.world_watch import WorldWatch
 from indgen_msgs.action import RunEpisode
 from indgen_msgs.msg import ControlTick, PolicyStatus, RobotStatus, TaskSetup
@@ -368,9 +369,12 @@ class Fr3Runner(Node):
         self._set_state(RobotStatus.STATE_RUNNING, f"running {setup.trial_id}")
         end = self.loop.run(max_steps)
         cell = self.cell
-        stop = settle_unexplained(
-            end.stop, self.arm, cell.restore_state, cell.report.last_motion_errors, cell.driver_alive
-        )
+        # telling the stop apart waits for the state, the driver and its recovery (seconds): the
+        # episode says it is alive meanwhile, or the progression manager takes it for silent
+        with heartbeat(lambda: feedback("settling the stop", end.steps), 0.5):
+            stop = settle_unexplained(
+                end.stop, self.arm, cell.restore_state, cell.report.last_motion_errors, cell.driver_alive
+            )
         return trial_result(setup, dataclasses.replace(end, stop=stop))
 
 
