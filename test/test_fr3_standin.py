@@ -111,7 +111,9 @@ def test_standin_jtc_holds_after_goal_time_when_the_arm_did_not_arrive():
 
 # -- franka's hardware and controller manager ----------------------------------------------------------
 def test_standin_contact_reflex_deactivates_franka_but_not_the_robotiq():
-    sc = SimCell()
+    # 10 Nm collision thresholds: under DROID's 40 Nm the runner's torque bound keeps a push into
+    # the table from ever reflexing
+    sc = SimCell(contact_threshold=10.0)
     for _ in range(200):
         if sc.arm.fresh() is None:
             break

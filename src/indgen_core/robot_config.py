@@ -134,7 +134,8 @@ class ControlConfig(BaseModel):
     #: |offset| between the robot's stamps and this computer's clock tolerated at start-up
     clock_tolerance_s: float = Field(default=0.05, gt=0)
     #: how long an episode waits (holding) for the policy to be connected and warmed up (below the
-    #: progression manager's episode_timeout_s, 120 s: the graph refuses one that is not)
+    #: progression manager's episode_timeout_s, 120 s by default, so that a slow first compile aborts
+    #: the trial for the policy's delay, not for a silent world)
     policy_ready_timeout_s: float = Field(default=60.0, gt=0)
     #: a tick whose command has not come after command_timeout_s holds the arm and keeps waiting
     #: for that same command up to this long (s) from the tick, as DROID's loop blocks on its
