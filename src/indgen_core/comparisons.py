@@ -136,8 +136,12 @@ def unpaired(
     from scipy import stats as _sps
     from statsmodels.stats.proportion import confint_proportions_2indep
 
-    table = [[successes_a, n_a - successes_a], [successes_b, n_b - successes_b]]
-    p = float(_sps.boschloo_exact(table, alternative="two-sided").pvalue)
+    # scipy's boschloo_exact takes each column as one binomial sample: [[s_a, s_b], [f_a, f_b]]
+    table = [[successes_a, successes_b], [n_a - successes_a, n_b - successes_b]]
+    if successes_a * n_b == successes_b * n_a:
+        p = 1.0  # the same rate on both sides (scipy gives nan where a row is empty): nothing differs
+    else:
+        p = float(_sps.boschloo_exact(table, alternative="two-sided").pvalue)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         low, high = confint_proportions_2indep(
