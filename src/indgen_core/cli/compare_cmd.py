@@ -59,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         ids = campaign_ids(args, store)
         analysis.refuse_hidden(store, ids)
+        analysis.refuse_sequential(store, ids)
         record = store.campaign(ids[0])
         axis = record.axis
         registered = len(ids) == 1 and analysis.registered_analysis(record) and args.pairing == "auto"
