@@ -9,7 +9,7 @@ controller manager, Robotiq), standin/jtc.py (the trajectory controller) and bel
   the controller manager's 1 kHz), silent while the fault has it deactivated;
 - franka_robot_state_broadcaster's measured_joint_states, best effort (its convenience
   topics use rclcpp::QoS(1).best_effort()), silent on a fault too, and its full robot state
-  (robot_state_hz, 1 kHz as franka's; standin/robot_state.py) on robot.arm.robot_state_topic,
+  (robot_state_hz, 1 kHz as franka's; ros/franka_robot_state.py) on robot.arm.robot_state_topic,
   reliable (SystemDefaultsQoS), in franka_msgs' layout: robot mode, current and last motion
   errors (the last motion's errors stay until the next motion, as libfranka reports them);
 - the arm controller's controller_state at controller_state_hz (the JTC publishes it on every
@@ -67,8 +67,8 @@ from indgen_msgs.msg import FrankaRobotState, ObjectPoses, TaskSetup
 from indgen_sim.node_interfaces import FR3_STAND_IN_ENDPOINTS, INJECT_TOPIC, SCENE_STATE, STAND_IN, STATUS_TOPIC
 from indgen_sim.node_interfaces import Fr3StandInParameters as Parameters
 from indgen_sim.ros.fr3_cameras import scene_state
+from indgen_sim.ros.franka_robot_state import MODE_IDLE, MODE_MOVE, RobotStateBytes
 from indgen_sim.standin.cell import ERRORS, StandInCell
-from indgen_sim.standin.robot_state import MODE_IDLE, MODE_MOVE, RobotStateBytes
 
 FRANKA_LOG = rclpy_logging.get_logger("FrankaHardwareInterface")
 #: rclcpp::SystemDefaultsQoS: reliable, volatile, keep last 10 (the broadcasters, the JTC's topic)
