@@ -214,7 +214,10 @@ def test_every_subscription_and_service_of_every_node_is_guarded(repo):
     """The fuzz test covers the graphs it runs; this keeps new nodes on the guarded path."""
     offenders = []
     for path in sorted((repo / "src").rglob("*.py")):
-        if path.name == "base.py" and path.parent.name == "ros" and path.parent.parent.name == "indgen_core":
+        if path.parent.name == "ros" and path.parent.parent.name == "indgen_core" and path.name in (
+            "base.py",
+            "latest.py",  # a subscription no executor spins: its callback never runs (samples are taken)
+        ):
             continue
         text = path.read_text()
         for call in ("create_subscription(", "create_service("):
