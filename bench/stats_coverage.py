@@ -23,6 +23,7 @@ Seeded; at least 10,000 runs per setting by default. Prints, as rates and ratios
   ppi         the twin-sharpened interval (ppi.py): coverage at 10, 20, 40 pairs, rates 0.1-0.9,
               agreement 50% and 90%, a twin unbiased and one biased by +0.1; beside it the
               normal-approximation PPI; the mean width against the real-only exact interval
+  boschloo, compare   `indgen compare`'s tests: bench/stats_comparisons.py says what they print
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ from scipy import stats as sps
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from indgen_core import comparisons, planner, ppi, sequential, stats
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from stats_comparisons import bench_boschloo, bench_compare
 
 THRESHOLD = 0.2
 ALPHA = 0.05
@@ -305,7 +309,7 @@ def bench_ppi(runs: int, rng, twin_trials: int = 200) -> bool:
 
 
 BENCHES = {"sequential": bench_sequential, "intervals": bench_intervals, "guarantee": bench_guarantee,
-           "trials": bench_trials, "ppi": bench_ppi}
+           "trials": bench_trials, "ppi": bench_ppi, "boschloo": bench_boschloo, "compare": bench_compare}
 
 
 def main() -> int:

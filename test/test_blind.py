@@ -129,3 +129,38 @@ def test_garbled_routes_are_refused_whole(text):
         routes.parse_routes(text)
     assert routes.parse_routes('{"A": "ws://10.0.0.2:8000", "B": "wss://gpu.lab:443"}') == {
         "A": "ws://10.0.0.2:8000", "B": "wss://gpu.lab:443"}
+
+
+def test_a_blind_ab_stops_once_decided_and_stays_blind(monkeypatch, tmp_path):
+    """A blind A/B registered with `stop_when_decided`: the anytime-valid paired test, looked at
+    after every trial, decides early on a clear difference (the skilled policy against the
+    clumsy one) and the remaining trials are skipped with a reason that names no policy and no
+    rate; the campaign is done and its rates stay letters until the unblinding. The test is
+    valid at the stopping time (bench/stats_coverage.py --only compare measures its errors)."""
+    toy_setup.toy_env(monkeypatch, tmp_path)
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        _blind(store, tmp_path, levels=[0], trials_per_level=40,
+               analysis={"compare": ["skilled", "clumsy"], "alpha": 0.05, "stop_when_decided": True})
+        summary = run_campaign(store, "ab", _executor())
+        rows = store.rows("ab")
+        ran = [r for r in rows if r.outcome in ("success", "failure", "timeout")]
+        skipped = [r for r in rows if r.status == "skipped"]
+        assert len(ran) < 80 and skipped and summary.skipped == len(skipped), (len(ran), len(skipped))
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "r.sqlite") as db:
+        query = "SELECT skip_reason FROM trials WHERE campaign_id='ab' AND status='skipped'"
+        reasons = {r for (r,) in db.execute(query)}
+    assert len(reasons) == 1 and next(iter(reasons)).startswith("the registered comparison is decided at every level")
+    assert not any(p in r for r in reasons for p in POLICIES)
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        assert store.campaign("ab").status == "done"
+        registered = analysis.summarize(store, "ab").registered
+        assert registered and registered[0].method.startswith("paired, anytime-valid") and registered[0].better
+        assert registered[0].better in ("A", "B")  # letters until the unblinding
+
+
+def test_stop_when_decided_needs_pairs():
+    with pytest.raises(ValueError, match="stop_when_decided needs the paired comparison"):
+        CampaignConfig(name="x", axis="a", world="w", policies=["p", "q"], trials_per_level=4,
+                       analysis={"compare": ["p", "q"], "pairing": "unpaired", "stop_when_decided": True})

@@ -85,6 +85,31 @@ def test_the_worked_example_and_no_difference_is_p_one():
     assert c.interval[0] < 0.4 < c.interval[1]
 
 
+def test_the_anytime_valid_paired_comparison_bets_on_the_discordant_pairs():
+    """Its p-value is 1 / E, E the mean of Robbins' mixture martingales for "a wins more than
+    half the discordant pairs" and "fewer" (a uniform prior restricted to each side), computed
+    here from the Beta-binomial form; seeds only one policy ran are no pairs; no discordant
+    pair is p = 1; its interval holds the observed difference."""
+    from scipy import integrate
+
+    a = {seed: seed < 15 for seed in range(20)}
+    b = {seed: seed < 3 for seed in range(22)}  # two more seeds than a: not pairs
+    c = cmp.sequential_paired("a", "b", 2, a, b)
+    assert (c.pairs, c.a_only, c.b_only, c.method) == (20, 12, 0, cmp.SEQUENTIAL)
+
+    def mixture(wins: int, m: int, low: float, high: float) -> float:
+        likelihood = integrate.quad(lambda t: t ** wins * (1 - t) ** (m - wins), low, high)[0] / (high - low)
+        return likelihood / 0.5 ** m
+
+    e = (mixture(12, 12, 0.5, 1.0) + mixture(12, 12, 0.0, 0.5)) / 2
+    assert c.p_value == pytest.approx(1 / e, rel=1e-6)
+    assert c.interval[0] < c.difference <= c.interval[1]
+    assert cmp.sequential_paired("a", "b", 0, {1: True, 2: False}, {1: True, 2: False}).p_value == 1.0
+    evens, odds = {s: s % 2 == 0 for s in range(40)}, {s: s % 2 == 1 for s in range(40)}
+    balanced = cmp.sequential_paired("a", "b", 0, evens, odds)
+    assert balanced.p_value == 1.0 and balanced.better is None  # 20 won each way: no evidence
+
+
 def test_holm_adjusts_over_every_comparison():
     raw = [cmp.Comparison(k, "a", "b", 10, 9, 10, 1, cmp.PAIRED, 0.8, (0.4, 1.0), p)
            for k, p in enumerate((0.01, 0.04, 0.03))]

@@ -229,9 +229,6 @@ def registered_comparisons(
         f"{' vs '.join(names[p] for p in plan['compare'])}, alpha {plan['alpha']:g} (Holm over levels and "
         f"pairs), {plan['pairing']}" + (f", levels {plan['levels']}" if plan.get("levels") else ", every level")
     )
-    sequential = fixed_size_problem(record)
-    if sequential:
-        return [], f"{what}: not run, {sequential}"
     keep = set(plan["levels"]) if plan.get("levels") else None
     arms = []
     for policy in plan["compare"]:
@@ -239,8 +236,11 @@ def registered_comparisons(
         if keep is not None:
             a = Arm(a.label, a.campaign_id, a.policy, {k: v for k, v in a.outcomes.items() if k in keep})
         arms.append(a)
+    sequential = sequential_design(record)
+    if sequential:
+        what += " (anytime-valid: the sequential rule chose the levels' sizes)"
     try:
-        return compare_arms(arms, 1 - plan["alpha"], plan["pairing"]), what
+        return compare_arms(arms, 1 - plan["alpha"], plan["pairing"], sequential=sequential), what
     except IndGenError as exc:
         return [], f"{what}: not run, {exc}"
 
@@ -268,16 +268,26 @@ def arm(rows, campaign_id: str, policy: str, label: str | None = None) -> Arm:
 
 
 def compare_arms(
-    arms, confidence: float = stats.DEFAULT_CONFIDENCE, pairing: str = AUTO
+    arms, confidence: float = stats.DEFAULT_CONFIDENCE, pairing: str = AUTO, sequential: bool = False
 ) -> list[comparisons_mod.Comparison]:
     """Every pair of arms at every level both scored, Holm-adjusted over all of them. Trials
     with the same planned seed are pairs (the same setup): with `pairing` AUTO a level is
     compared paired when both arms ran the same seeds there, unpaired otherwise; PAIRED_ONLY
-    refuses a level whose seeds differ, UNPAIRED_ONLY ignores the pairing."""
+    refuses a level whose seeds differ, UNPAIRED_ONLY ignores the pairing. `sequential` (a
+    level's size chosen by its results: the sequential rule, an A/B stopped once decided): the
+    anytime-valid paired comparison over the seeds both ran, at every level."""
+    if sequential and pairing == UNPAIRED_ONLY:
+        raise IndGenError(
+            "a campaign run with the sequential rule is compared paired, by an anytime-valid test (a fixed-size "
+            "unpaired test on levels the rule stopped early says 'better' too often); drop --unpaired"
+        )
     out = []
     for a, b in itertools.combinations(arms, 2):
         for k in sorted(set(a.outcomes) & set(b.outcomes)):
             oa, ob = a.outcomes[k], b.outcomes[k]
+            if sequential:
+                out.append(comparisons_mod.sequential_paired(a.label, b.label, k, oa, ob, confidence))
+                continue
             same = set(oa) == set(ob)
             if pairing == PAIRED_ONLY and not same:
                 only = len(set(oa) ^ set(ob))
@@ -326,25 +336,38 @@ def refuse_hidden(store: ResultsStore, campaign_ids) -> None:
             )
 
 
-def fixed_size_problem(record: CampaignRecord) -> str | None:
-    """Why fixed-size tests (McNemar, Boschloo) are not valid on this campaign, or None. Under
-    the sequential rule a level stops once its evidence is clear, so its size depends on its
-    results: a fixed-size test then says "better" too often (two equal policies: 7.5-13.6% of
-    campaigns at a nominal 5%, by the cap)."""
-    if campaign_mod.adaptive_rule(record) is None:
+def sequential_design(record: CampaignRecord) -> bool:
+    """Whether the campaign's sizes were chosen by its results (the sequential rule, or an A/B
+    that stops once decided): its comparisons are then the anytime-valid paired test; a
+    fixed-size test (McNemar, Boschloo) on levels the rule stopped early says "better" too
+    often (two equal policies: 7.5-13.6% of campaigns at a nominal 5%, by the cap)."""
+    plan = record.config.get("analysis") or {}
+    return campaign_mod.adaptive_rule(record) is not None or bool(plan.get("stop_when_decided"))
+
+
+def decided_reason(store: ResultsStore, record: CampaignRecord) -> str | None:
+    """Why the campaign need not run on: its registered comparison asks to stop once decided
+    (`analysis.stop_when_decided`) and the anytime-valid paired test, Holm-adjusted over the
+    registered levels, has decided at every one of them. It names no policy and no rate: a
+    blind campaign stays blind until someone unblinds it."""
+    plan = record.config.get("analysis") or {}
+    if not plan.get("stop_when_decided"):
         return None
-    return (
-        f"campaign {record.id} ran with the sequential rule (adaptive), which stops a level once its evidence is "
-        "clear, so a level's size depends on its results and a fixed-size test (McNemar, Boschloo) would say "
-        "'better' too often; compare campaigns whose levels ran their planned trials (adaptive: {enabled: false})"
-    )
-
-
-def refuse_sequential(store: ResultsStore, campaign_ids) -> None:
-    for cid in campaign_ids:
-        problem = fixed_size_problem(store.campaign(cid))
-        if problem:
-            raise IndGenError(problem)
+    rows = store.rows(record.id)
+    wanted = set(plan.get("levels") or {t.level for t in store.planned_trials(record.id)})
+    arms = [arm(rows, record.id, policy) for policy in plan["compare"]]
+    arms = [Arm(a.label, a.campaign_id, a.policy, {k: v for k, v in a.outcomes.items() if k in wanted}) for a in arms]
+    try:
+        comparisons = compare_arms(arms, 1 - plan["alpha"], "paired", sequential=True)
+    except IndGenError:
+        return None
+    decided = {c.level for c in comparisons if c.p_adjusted <= c.alpha}
+    if wanted and decided >= wanted:
+        return (
+            f"the registered comparison is decided at every level (anytime-valid, alpha {plan['alpha']:g}); the "
+            "remaining trials are not needed (the unblinding, or indgen compare, shows the result)"
+        )
+    return None
 
 
 def registered_analysis(record: CampaignRecord) -> dict[str, Any] | None:

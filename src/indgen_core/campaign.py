@@ -50,6 +50,17 @@ class AnalysisPlan(BaseModel):
     alpha: float = Field(default=0.05, gt=0, lt=0.5, description="family-wise error over levels and pairs (Holm)")
     pairing: Literal["auto", "paired", "unpaired"] = "paired"
     levels: list[int] | None = Field(default=None, description="default: every level of the campaign")
+    stop_when_decided: bool = Field(
+        default=False,
+        description="stop the campaign once the comparison is decided at every level (the anytime-valid paired "
+        "test; a blind campaign says only 'decided' until it is unblinded)",
+    )
+
+    @model_validator(mode="after")
+    def _paired_to_stop(self):
+        if self.stop_when_decided and self.pairing == "unpaired":
+            raise ValueError("stop_when_decided needs the paired comparison (pairing: paired)")
+        return self
 
 
 class CampaignConfig(BaseModel):

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from indgen_core.errors import IndGenError
 
 PAIRED, UNPAIRED = "paired (exact McNemar, Tango's score interval)", "unpaired (Boschloo, Newcombe's interval)"
+SEQUENTIAL = "paired, anytime-valid (a test by betting on the discordant pairs)"
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,59 @@ def unpaired(
         successes_a / n_a - successes_b / n_b,
         (float(low), float(high)),
         p,
+        alpha=1 - confidence,
+    )
+
+
+def sequential_paired(
+    a: str, b: str, level: int, outcomes_a: Mapping[int, bool], outcomes_b: Mapping[int, bool], confidence: float = 0.95
+) -> Comparison:
+    """a against b at one level over the seeds both ran, valid however the trials were stopped
+    (a level the sequential rule stopped early, a blind A/B stopped once decided) and however
+    often it is looked at.
+
+    On the discordant pairs the question is a sign test: is the share theta of them that a wins
+    1/2? The evidence against theta <= 1/2 and against theta >= 1/2 is Robbins' mixture
+    martingale of sequential.py at 1/2 (a test by betting: a nonnegative supermartingale under
+    the null, whatever the stopping time); their mean E is an e-value for theta = 1/2, and
+    p = min(1, 1/E) a p-value valid at any stopping time (Ville's inequality), which Holm's
+    adjustment then treats as any p-value. The interval maps the anytime-valid confidence
+    sequence of theta (each side at (1 - confidence) / 2) to the difference at the observed share
+    of discordant pairs: (2 theta - 1) x discordant / pairs."""
+    from indgen_core import sequential
+
+    seeds = sorted(set(outcomes_a) & set(outcomes_b))
+    if not seeds:
+        raise IndGenError(f"level k={level}: no seed that both {a} and {b} ran, so no pair to compare")
+    a_only = sum(outcomes_a[s] and not outcomes_b[s] for s in seeds)
+    b_only = sum(outcomes_b[s] and not outcomes_a[s] for s in seeds)
+    both = sum(outcomes_a[s] and outcomes_b[s] for s in seeds)
+    n, m = len(seeds), a_only + b_only
+    if m == 0:
+        p, low, high = 1.0, -0.0, 0.0
+    else:
+        up = sequential.log_evidence(a_only, m, 0.5, sequential.UPPER)
+        down = sequential.log_evidence(a_only, m, 0.5, sequential.LOWER)
+        top = max(up, down)
+        log_mean = top + math.log((math.exp(up - top) + math.exp(down - top)) / 2)
+        p = min(1.0, math.exp(-log_mean))
+        theta_low, theta_high = sequential.confidence_sequence(a_only, m, confidence)
+        low, high = (2 * theta_low - 1) * m / n, (2 * theta_high - 1) * m / n
+    return Comparison(
+        level,
+        a,
+        b,
+        n,
+        both + a_only,
+        n,
+        both + b_only,
+        SEQUENTIAL,
+        (a_only - b_only) / n,
+        (float(low), float(high)),
+        p,
+        pairs=n,
+        a_only=a_only,
+        b_only=b_only,
         alpha=1 - confidence,
     )
 

@@ -77,7 +77,15 @@ def completed_counts(store: ResultsStore, campaign_id: str) -> dict[tuple[str, i
 def next_trial(store: ResultsStore, record, rule) -> tuple[PlannedTrial | None, int]:
     """The next trial to run, skipping (and recording) those the adaptive rule says need not
     run. Returns (trial or None, how many were skipped now)."""
+    from indgen_core.analysis import decided_reason  # (analysis reads the runner's counts)
+
     skipped = 0
+    decided = decided_reason(store, record)
+    if decided:  # an A/B that stops once decided: every trial still pending is not needed
+        for trial in store.pending_trials(record.id):
+            store.skip_trial(record.id, trial.trial_id, decided)
+            skipped += 1
+        return None, skipped
     distance = {int(k): (lv["distance"], lv["side"]) for k, lv in record.axis_snapshot["levels"].items()}
     for trial in store.pending_trials(record.id):
         if rule is not None:

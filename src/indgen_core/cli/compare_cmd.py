@@ -18,7 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "Holm over all levels and pairs, and which policy is shown better. A single campaign whose "
         "file registered an analysis runs exactly that one. Trials with the same planned seed are pairs "
         "(exact McNemar, Tango's interval); where the seeds differ, Boschloo's exact test and "
-        "Newcombe's interval. Writes comparison.png and comparison.json.",
+        "Newcombe's interval. A campaign run with the sequential rule is compared by an anytime-valid paired test "
+        "over the seeds both ran (fixed-size tests are not valid where the rule chose a level's size). Writes "
+        "comparison.png and comparison.json.",
     )
     p.add_argument(
         "campaigns",
@@ -52,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from indgen_core import analysis, blind, paths
+    from indgen_core import comparisons as comparisons_mod
     from indgen_core.errors import IndGenError
     from indgen_core.plots import difference_plot
     from indgen_core.report import comparison_rows
@@ -59,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         ids = campaign_ids(args, store)
         analysis.refuse_hidden(store, ids)
-        analysis.refuse_sequential(store, ids)
+        sequential = any(analysis.sequential_design(store.campaign(cid)) for cid in ids)
         record = store.campaign(ids[0])
         axis = record.axis
         registered = len(ids) == 1 and analysis.registered_analysis(record) and args.pairing == "auto"
@@ -70,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"pre-registered analysis: {plan}")
         else:
             arms = analysis.arms_of(store, ids, analysis.shown_labels(store, ids))
-            comparisons = analysis.compare_arms(arms, pairing=args.pairing)
+            comparisons = analysis.compare_arms(arms, pairing=args.pairing, sequential=sequential)
     if not comparisons:
         raise IndGenError("the campaigns share no level where both policies have a scored trial")
     console = Console(width=200)
@@ -90,7 +93,12 @@ def run(args: argparse.Namespace) -> int:
             f"{c.successes_b}/{c.n_b}",
             f"{c.difference:+.0%}",
             f"[{c.interval[0]:+.0%}, {c.interval[1]:+.0%}]",
-            f"paired, {c.pairs} pairs ({c.a_only} A only, {c.b_only} B only)" if c.pairs else "unpaired",
+            (
+                f"{'anytime-valid' if c.method == comparisons_mod.SEQUENTIAL else 'paired'}, {c.pairs} pairs "
+                f"({c.a_only} A only, {c.b_only} B only)"
+                if c.pairs
+                else "unpaired"
+            ),
             f"{c.p_value:.3g}",
             f"{c.p_adjusted:.3g}",
             c.better or "-",
