@@ -364,3 +364,73 @@ def test_a_blind_ab_campaign_never_shows_a_policy_name(tmp_path, ros_context, ro
     manager = [line for line in out.splitlines() if "progression_manager" in line]
     assert manager and not any(name in line for line in manager for name in names)
     assert f"{letter_b}/k+0/000" in seen_trials
+
+
+def test_a_blind_ab_stops_early_once_decided_and_no_screen_names_a_policy(tmp_path, ros_context, ros_isolation):
+    """A blind A/B registered to stop once decided (the anytime-valid paired test, here at alpha
+    0.2), run by a person through the console: the person labels by what they see, and sees
+    letters only (here every A trial a success, every B trial a failure: a clear difference).
+    The campaign stops well before its planned trials, with no policy name on any screen; only the
+    unblinding afterwards says which letter is which."""
+    import re
+    import threading
+
+    db = tmp_path / "r.sqlite"
+    names = ("droid_twin_oracle", "oracle_b")
+    port, port_b = servers.free_port(), servers.free_port()
+    server_b = servers.start_server("droid_twin_oracle", port_b)
+    campaign = tmp_path / "c.yaml"
+    planned = 2 * 12
+    campaign.write_text(yaml.safe_dump({
+        "name": "lab_session", "axis": "stack", "world": "fr3", "policies": list(names), "levels": [0],
+        "trials_per_level": planned // 2, "seed": 5, "order": "sequential", "purpose": "certify", "max_steps": 30,
+        "blind": True, "endpoints": {"oracle_b": f"ws://127.0.0.1:{port_b}"},
+        "analysis": {"compare": list(names), "alpha": 0.2, "pairing": "paired", "stop_when_decided": True}}))
+    proc = launch_cell(tmp_path, db, campaign, "early", port)
+    term = Terminal(f"indgen-early-{os.getpid()}", f"{sys.executable} -m indgen_core.cli console --operator ada",
+                    console_environment(ros_isolation), proc)
+    screens: set[str] = set()
+    watching = threading.Event()
+
+    def watch_screens():
+        while not watching.is_set():
+            screens.add(term.screen())
+            watching.wait(0.2)
+
+    node = rclpy.create_node("hands_early", context=ros_context)
+    person = AtTheCell(term, db, "early", scene_builder(node))
+    sampler = threading.Thread(target=watch_screens, daemon=True)
+    sampler.start()
+    labelled = []
+    try:
+        while proc.poll() is None and len(labelled) < planned:
+            if not wait_until(lambda: proc.poll() is not None or "BUILD THE SCENE" in term.screen(), 120):
+                term.wait_for("BUILD THE SCENE", timeout=0.1)  # fails with the screen and the log
+            if proc.poll() is not None:
+                break
+            trial = re.search(r"BUILD THE SCENE\s+(\S+)", term.screen()).group(1)
+            person.scene_then(trial, "LABEL THE EPISODE", trial)
+            term.keys("y" if trial.startswith("A/") else "n")  # what the person sees: a letter
+            labelled.append(trial)
+            wait_until(lambda t=trial: f"LABEL THE EPISODE  {t}" not in term.screen(), 30)
+        out = graphs.finish(proc, timeout=120)
+        screens.add(term.screen())
+    finally:
+        watching.set()
+        sampler.join(timeout=5)
+        term.close()
+        node.destroy_node()
+        servers.stop(server_b)
+        if proc.poll() is None:
+            proc.kill()
+    assert "campaign early done" in out, out[-3000:]
+    assert len(set(labelled)) < planned, "it stopped once decided, before its planned trials"
+    leaked = [s for s in screens for name in (*names, "oracle") if name in s]
+    assert not leaked, f"a policy's name on the console:\n{leaked[0]}"
+    with ResultsStore(db) as store:
+        skipped = [r for r in store.rows("early") if r.status == "skipped"]
+        assert skipped
+    unblind = subprocess.run([sys.executable, "-m", "indgen_core.cli", "campaign", "unblind", "early", "--by", "grace",
+                              "--db", str(db)], capture_output=True, text=True, timeout=60)
+    assert unblind.returncode == 0 and all(name in unblind.stdout for name in names), unblind.stderr
+    print(f"decided after {len(set(labelled))} of {planned} trials")  # pytest -s
