@@ -20,9 +20,10 @@ Seeded; at least 10,000 runs per setting by default. Prints, as rates and ratios
               true rate is >= 0.5 or <= 0.05) and against Wald's SPRT of the same two hypotheses
               (the threshold against the planning alternative on the true rate's side) at the same
               errors, the fewest trials any test of them needs on average (target: within 2x)
-  ppi         the twin-sharpened interval (ppi.py): coverage at 10, 20, 40 pairs, rates 0.1-0.9,
-              agreement 50% and 90%, a twin unbiased and one biased by +0.1; beside it the
-              normal-approximation PPI; the mean width against the real-only exact interval
+  ppi         the prediction-powered interval shown beside the real-only one (ppi.py):
+              coverage at 10, 20, 40 pairs, rates 0.1-0.9, agreement 50% and 90%, a twin unbiased
+              and one biased by +0.1; beside it the normal-approximation PPI; the mean width
+              against the real-only exact interval
   boschloo, compare   `indgen compare`'s tests: bench/stats_comparisons.py says what they print
 """
 
@@ -255,9 +256,9 @@ def bench_trials(runs: int, rng) -> bool:
     return good
 
 
-# -- 5. twin-sharpened intervals -------------------------------------------------------------------------
+# -- 5. the twin beside the robot (prediction-powered) ---------------------------------------------
 def bench_ppi(runs: int, rng, twin_trials: int = 200) -> bool:
-    print(f"\n== twin-sharpened interval (ppi.py; {twin_trials} twin trials incl. the pairs, {runs} runs per setting): "
+    print(f"\n== prediction-powered interval (ppi.py; {twin_trials} twin trials with the pairs, {runs} runs each): "
           "coverage, and mean width against the real-only exact interval ==")
     print(f"{'pairs':>5} {'rate':>5} {'agree':>6} {'twin':>9} {'coverage':>9} {'normal PPI':>11} {'width':>7} "
           f"{'real-only':>10} {'ratio':>6}")

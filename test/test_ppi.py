@@ -1,5 +1,6 @@
-"""Twin-sharpened intervals (ppi.py): the bounds by hand, coverage at 10 pairs where the normal
-approximation fails, and `indgen report --twin` from the store."""
+"""The twin beside the robot (ppi.py: the prediction-powered interval): the bounds by hand,
+coverage at 10 pairs where the normal approximation fails, and `indgen report --twin` from the
+store."""
 
 from __future__ import annotations
 
@@ -35,12 +36,12 @@ def test_difference_bounds_by_hand():
 def test_estimate_and_refusal():
     real = {1: True, 2: False, 3: True, 4: True}
     twin = {1: True, 2: True, 3: True, 4: True, 5: False, 6: True, 7: False, 8: True}
-    t = ppi.twin_sharpened(2, real, twin)
+    t = ppi.twin_beside(2, real, twin)
     assert t.estimate == pytest.approx(6 / 8 + (0 - 1 + 0 + 0) / 4)
     assert (t.pairs, t.agreement, t.twin_n) == (4, 0.75, 8)
     assert t.real_only == pytest.approx(ppi.exact_interval(3, 4))
     with pytest.raises(IndGenError, match="the twin campaign did not run 1 of the real trials' seeds"):
-        ppi.twin_sharpened(2, {**real, 99: True}, twin)
+        ppi.twin_beside(2, {**real, 99: True}, twin)
 
 
 def _normal_ppi(real, twin_pairs, twin_rest, z=1.96):
@@ -65,7 +66,7 @@ def test_coverage_at_ten_pairs_where_the_normal_approximation_fails():
         real = twin_pairs & (rng.random(n) >= (p_twin - p_real) / p_twin)
         twin_rest = rng.random(rest) < p_twin
         seeds = {i: bool(v) for i, v in enumerate(twin_pairs)} | {n + i: bool(v) for i, v in enumerate(twin_rest)}
-        t = ppi.twin_sharpened(0, {i: bool(v) for i, v in enumerate(real)}, seeds)
+        t = ppi.twin_beside(0, {i: bool(v) for i, v in enumerate(real)}, seeds)
         ours += t.interval[0] <= p_real <= t.interval[1]
         low, high = _normal_ppi(real, twin_pairs.astype(float), twin_rest.astype(float))
         normal += low <= p_real <= high
@@ -94,7 +95,7 @@ def test_report_with_a_twin_campaign(real_and_twin, tmp_path):
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     report = (tmp_path / "rep" / "report.md").read_text()
-    assert "### With the twin's help: campaign `twin` (prediction-powered)" in report
+    assert "### The twin beside the robot: campaign `twin`" in report and "sharpen" not in report
     rows = [line for line in report.splitlines() if line.startswith("| clumsy | ")]
     # the toy world fixes each outcome by its seed: the twin agrees on every pair
     assert len(rows) >= 3 and all("| 10 | 100% |" in row for row in rows[-3:])

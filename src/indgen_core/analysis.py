@@ -53,9 +53,10 @@ class CampaignSummary:
     #: the comparison the campaign file registered before the trials ran, and what it was
     registered: list[comparisons_mod.Comparison] = field(default_factory=list)
     registered_plan: str = ""
-    #: the twin campaign, and per policy and level the twin-sharpened interval beside the real-only one
+    #: the twin campaign, and per policy and level the twin's agreement, estimate and prediction-powered
+    #: interval beside the real-only one
     twin_id: str = ""
-    twin: list[tuple[str, ppi.TwinSharpened]] = field(default_factory=list)
+    twin: list[tuple[str, ppi.TwinBeside]] = field(default_factory=list)
     twin_note: str = ""  # why the campaign file's twin_campaign could not be used
 
     @property
@@ -87,7 +88,7 @@ def summarize(
     """The campaign's numbers. `live`: for a view looked at while trials still come in (the
     scorer's LevelScore, the console), always the confidence sequence. `twin`: a twin campaign
     of the same policies, axis and levels that ran these trials' seeds (default: the campaign
-    file's `twin_campaign`), for the twin-sharpened intervals (ppi.py)."""
+    file's `twin_campaign`), for the twin beside the robot (ppi.py)."""
     record = store.campaign(campaign_id)
     names = blind.shown_names(store, record)  # a blinded campaign's policies are letters here on
     threshold = campaign_mod.break_threshold(record)
@@ -166,13 +167,14 @@ def summarize(
     if not any(c["labelled"] or c["skipped"] or c["redone"] for c in operator.values()):
         operator = {}
     registered, note = registered_comparisons(rows, record, names)
-    sharpened, twin_note = [], ""
+    beside: list = []
+    twin_note = ""
     if twin:  # asked for by name: a twin that does not fit is an error
-        sharpened = twin_sharpened(store, campaign_id, twin, confidence)
+        beside = twin_besides(store, campaign_id, twin, confidence)
     elif record.config.get("twin_campaign") and not blind.blinded(store, record):
         twin = record.config["twin_campaign"]
         try:
-            sharpened = twin_sharpened(store, campaign_id, twin, confidence)
+            beside = twin_besides(store, campaign_id, twin, confidence)
         except IndGenError as exc:  # named in the campaign file: the report says why it is not used
             twin_note = str(exc)
     return CampaignSummary(
@@ -187,15 +189,15 @@ def summarize(
         registered,
         note,
         twin or "",
-        sharpened,
+        beside,
         twin_note,
     )
 
 
-def twin_sharpened(
+def twin_besides(
     store: ResultsStore, campaign_id: str, twin_id: str, confidence: float = stats.DEFAULT_CONFIDENCE
-) -> list[tuple[str, ppi.TwinSharpened]]:
-    """Per policy and level, the real-only and the twin-sharpened interval (ppi.py). The twin
+) -> list[tuple[str, ppi.TwinBeside]]:
+    """Per policy and level, the real-only interval and the twin beside it (ppi.py). The twin
     campaign must be on the same axis and levels, run the same policy, and have run every seed
     the real campaign ran (the same campaign seed and at least as many trials per level)."""
     if twin_id == campaign_id:
@@ -213,7 +215,7 @@ def twin_sharpened(
     for policy in shared:
         r, t = arm(real_rows, campaign_id, policy), arm(twin_rows, twin_id, policy)
         for k in sorted(set(r.outcomes) & set(t.outcomes)):
-            out.append((policy, ppi.twin_sharpened(k, r.outcomes[k], t.outcomes[k], confidence)))
+            out.append((policy, ppi.twin_beside(k, r.outcomes[k], t.outcomes[k], confidence)))
     return out
 
 

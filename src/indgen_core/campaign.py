@@ -96,7 +96,7 @@ class CampaignConfig(BaseModel):
     twin_campaign: str = Field(
         default="",
         description="id of a twin campaign of the same policy, axis and levels that ran "
-        "these seeds: the report adds twin-sharpened intervals (ppi.py)",
+        "these seeds: the report adds the twin beside the real-only intervals (ppi.py)",
     )
 
     @model_validator(mode="after")

@@ -22,8 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--twin",
         metavar="ID",
-        help="a twin campaign of the same policy, axis and levels that ran these "
-        "campaigns' seeds: adds the twin-sharpened intervals beside the real-only ones",
+        help="a twin campaign of the same policy, axis and levels that ran these campaigns' seeds: adds the "
+        "twin's agreement, estimate and prediction-powered interval beside the real-only ones",
     )
     p.add_argument(
         "--index",

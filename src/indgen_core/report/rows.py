@@ -1,4 +1,4 @@
-"""The report's rows: one plain dict per level, per comparison and per twin-sharpened level,
+"""The report's rows: one plain dict per level, per comparison and per level with the twin beside it,
 and the one-line break and guarantee texts. The Markdown, the terminal tables and the JSON
 summary are all built from these, so the three outputs cannot disagree on a number."""
 
@@ -166,7 +166,7 @@ def twin_rows(summary: CampaignSummary) -> list[dict[str, Any]]:
             "pairs": t.pairs,
             "agreement": t.agreement,
             "estimate": t.estimate,
-            "twin_sharpened_ci": list(t.interval),
+            "twin_ppi_ci": list(t.interval),
             "width_ratio": _num(t.width_ratio),
         }
         for p, t in summary.twin

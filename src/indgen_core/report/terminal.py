@@ -55,7 +55,7 @@ def print_table(summaries: Sequence[CampaignSummary], console=None) -> None:
                 "twin",
                 "agreement",
                 "estimate",
-                "with the twin 95%",
+                "prediction-powered 95%",
                 "width ratio",
             ):
                 table.add_column(col, justify="right")
@@ -68,7 +68,7 @@ def print_table(summaries: Sequence[CampaignSummary], console=None) -> None:
                     f"{row['twin_successes']}/{row['twin_n']}",
                     f"{row['agreement']:.0%}",
                     f"{row['estimate']:.0%}",
-                    "[{:.0%}, {:.0%}]".format(*row["twin_sharpened_ci"]),
+                    "[{:.0%}, {:.0%}]".format(*row["twin_ppi_ci"]),
                     f"{row['width_ratio']:.2f}",
                 )
             console.print(table)
