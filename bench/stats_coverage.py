@@ -25,6 +25,7 @@ Seeded; at least 10,000 runs per setting by default. Prints, as rates and ratios
               and one biased by +0.1; beside it the normal-approximation PPI; the mean width
               against the real-only exact interval
   boschloo, compare   `indgen compare`'s tests: bench/stats_comparisons.py says what they print
+  break       the break search against the per-level sweep: bench/stats_break_search.py
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from indgen_core import comparisons, planner, ppi, sequential, stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from stats_break_search import bench_break_search
 from stats_comparisons import bench_boschloo, bench_compare
 
 THRESHOLD = 0.2
@@ -168,7 +170,23 @@ def bench_intervals(runs: int, rng) -> bool:
                     lo, hi = table[key]
                     cover += lo <= pa - pb <= hi
             print(f"{n:>7} {pa:>7} {pb:>7} {cover / runs:>9.2%}")
+    print("exact, by enumerating both arms' successes, where it is lowest: n = 30 each, rates 0.02 vs 0.98: "
+          f"{newcombe_exact(30, 0.02, 0.98):.2%}")
     return good
+
+
+def newcombe_exact(n: int, pa: float, pb: float) -> float:
+    """Newcombe's interval's exact coverage of pa - pb with n trials per arm."""
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
+    wa, wb = sps.binom.pmf(np.arange(n + 1), n, pa), sps.binom.pmf(np.arange(n + 1), n, pb)
+    cover = 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for sa in range(n + 1):
+            lo, hi = confint_proportions_2indep(sa, n, np.arange(n + 1), n, method="newcomb", compare="diff")
+            cover += wa[sa] * float((wb * ((lo <= pa - pb) & (pa - pb <= hi))).sum())
+    return cover
 
 
 # -- 3. the break level's guarantee ------------------------------------------------------------------
@@ -219,32 +237,39 @@ def bench_guarantee(runs: int, rng) -> bool:
 
 
 # -- 4. expected trials ---------------------------------------------------------------------------------
-def sprt_trials(p: float, p0: float, p1: float, alpha: float, beta: float, runs: int, rng, cap: int = 5000) -> float:
+def sprt_trials(p: float, p0: float, p1: float, alpha: float, beta: float, cap: int = 5000) -> float:
     """Wald's SPRT of p0 against p1: mean trials to a decision at true rate p (A. Wald,
-    "Sequential tests of statistical hypotheses", Ann. Math. Statist. 16, 1945)."""
+    "Sequential tests of statistical hypotheses", Ann. Math. Statist. 16, 1945), exactly: the
+    log-likelihood ratio after n trials is a function of the successes, so the distribution of
+    the successes among undecided runs is carried trial by trial."""
     upper, lower = math.log((1 - beta) / alpha), math.log(beta / (1 - alpha))
     win, loss = math.log(p1 / p0), math.log((1 - p1) / (1 - p0))
-    used = np.empty(runs)
-    for start in range(0, runs, 2000):
-        k = min(2000, runs - start)
-        llr = np.cumsum(np.where(rng.random((k, cap)) < p, win, loss), axis=1)
+    alive = np.zeros(cap + 2)
+    alive[0] = 1.0
+    s = np.arange(cap + 2)
+    mean = 0.0
+    for n in range(1, cap + 1):
+        alive = alive * (1 - p) + np.concatenate(([0.0], alive[:-1])) * p
+        llr = s * win + (n - s) * loss
         stop = (llr >= upper) | (llr <= lower)
-        used[start:start + k] = np.where(stop.any(1), stop.argmax(1) + 1, cap)
-    return float(used.mean())
+        mean += n * alive[stop].sum()
+        alive[stop] = 0.0
+    return mean + cap * alive.sum()
 
 
 def bench_trials(runs: int, rng) -> bool:
     low, high = THRESHOLD - planner.PLANNING_MARGIN, THRESHOLD + planner.PLANNING_MARGIN
     fixed = max(planner.fixed_trials(high, THRESHOLD), planner.fixed_trials(low, THRESHOLD))
-    print(f"\n== expected trials per level ({runs} runs per rate): the sequential rule, the fixed exact design sized "
+    print("\n== expected trials per level, exact (dynamic programming over trials and successes): the sequential rule, "
+          "the fixed exact design sized "
           f"at {low:g} / {high:g} ({fixed} trials), Wald's SPRT of the threshold {THRESHOLD:g} against the planning "
           f"alternative on the true rate's side ({high:g} or {low:g}; errors 2.5% both ways) ==")
     print(f"{'true rate':>10} {'sequential':>11} {'p90':>5} {'fixed':>6} {'fewer':>7} {'SPRT':>7} {'seq/SPRT':>9} "
           f"{'targets (>= 30% fewer, <= 2x SPRT)':>36}")
     good = True
     for p in (0.0, 0.02, 0.05, 0.35, 0.5, 0.7, 0.9, 1.0):
-        run = planner.simulate_sequential(p, THRESHOLD, cap=2000, runs=runs, seed=int(rng.integers(1 << 31)))
-        sprt = sprt_trials(p, THRESHOLD, high if p >= THRESHOLD else low, 0.025, 0.025, runs, rng)
+        run = planner.sequential_run(p, THRESHOLD, cap=2000)  # exact
+        sprt = sprt_trials(p, THRESHOLD, high if p >= THRESHOLD else low, 0.025, 0.025)
         saving = 1 - run.mean / fixed
         ratio = run.mean / sprt
         target = p >= 0.5 or p <= 0.05
@@ -310,7 +335,8 @@ def bench_ppi(runs: int, rng, twin_trials: int = 200) -> bool:
 
 
 BENCHES = {"sequential": bench_sequential, "intervals": bench_intervals, "guarantee": bench_guarantee,
-           "trials": bench_trials, "ppi": bench_ppi, "boschloo": bench_boschloo, "compare": bench_compare}
+           "trials": bench_trials, "ppi": bench_ppi, "boschloo": bench_boschloo, "compare": bench_compare,
+           "break": bench_break_search}
 
 
 def main() -> int:

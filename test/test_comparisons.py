@@ -13,8 +13,9 @@ from indgen_core.errors import IndGenError
 
 
 def test_tango_interval_matches_published_values():
-    # Newcombe (1998), Statistics in Medicine 17: 2635, the paired example (a, b, c, d) =
-    # (1, 1, 7, 12): Tango's score interval for (b - c) / n is -0.517 to -0.026
+    # Fagerland, Lydersen and Laake (2014), "Recommended tests and confidence intervals for
+    # paired binomial proportions", Statistics in Medicine 33: 2850, Table V, the paired
+    # example (a, b, c, d) = (1, 1, 7, 12): Tango's score interval for (b - c) / n is -0.517 to -0.026
     low, high = cmp.tango_interval(1, 7, 21)
     assert (round(low, 3), round(high, 3)) == (-0.517, -0.026)
     # R's PropCIs::scoreci.mp(25, 28, 618, 0.90), whose estimand is (28 - 25) / 618

@@ -45,8 +45,16 @@ def test_sequential_simulation_matches_the_rule_trial_by_trial():
                 expect = (v, i)
                 break
         assert (verdict, int(n)) == expect
-    run = planner.simulate_sequential(0.5, 0.2, cap=200, runs=2000)
-    assert run.wrong <= 0.025 and run.undecided == 0.0
+    run = planner.sequential_run(0.5, 0.2, cap=200)
+    assert run.wrong <= 0.025 and run.undecided < 1e-6
+    # the exact computation against the rule run on 20,000 seeded sequences (3 standard errors)
+    for rate, cap in ((0.35, 100), (0.1, 60), (0.9, 30)):
+        exact = planner.sequential_run(rate, 0.2, cap)
+        verdicts, used = sequential.first_decisions(np.random.default_rng(5).random((20_000, cap)) < rate, 0.2)
+        undecided = verdicts.count(sequential.UNDECIDED) / 20_000
+        spread = math.sqrt(exact.undecided * (1 - exact.undecided) / 20_000)
+        assert abs(undecided - exact.undecided) <= 3 * spread + 1e-9
+        assert abs(used.mean() - exact.mean) <= 3 * used.std() / math.sqrt(20_000)
     # stopping as soon as the evidence is there: far fewer than the fixed design sized at 0.2 + 0.15
     assert run.mean < 0.7 * planner.fixed_trials(0.35, 0.2)
 
@@ -91,3 +99,22 @@ def test_plan_prints_sizes_and_size_only_writes_nothing(monkeypatch, tmp_path):
     assert "robot time at 120 s per trial for 1 policy" in proc.stdout
     assert "fewer than the fixed design needs at levels [1]" in proc.stdout
     assert not db.exists()
+
+
+def test_the_break_search_is_planned_on_the_expected_curve(monkeypatch, tmp_path):
+    """Simulated as it runs (break_search.decide), beside the sweep on the same curve."""
+    found = planner.simulate_search([0, 1, 2], [0.7, 0.3, 0.0], 0.2, cap=400, runs=200, seed=1)
+    assert found.narrowed == 1.0 and found.missed <= 0.05
+    assert found.mean < 0.5 * found.sweep_mean and found.interleaved_mean >= found.sweep_mean * 0.9
+    env = dict(os.environ, **toy_setup.toy_env(monkeypatch, tmp_path))
+    cfg = toy_setup.campaign_yaml(tmp_path, "search", levels=[0, 1, 2], trials_per_level=100,
+                                  adaptive={"search": "break"})
+    run = [sys.executable, "-m", "indgen_core.cli", "campaign", "plan", str(cfg), "--size-only",
+           "--db", str(tmp_path / "r.sqlite"), "--expect"]
+    proc = subprocess.run([*run, "0=0.9", "1=0.5", "2=0.05"], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    line = " ".join(proc.stdout.split())
+    assert "break search along [0, 1, 2]:" in line and "the per-level sweep:" in line, line
+    proc = subprocess.run([*run, "0=0.9"], env=env, capture_output=True, text=True, timeout=120)
+    assert "give every level's expected rate (--expect K=RATE) to plan it; missing on this side: [1, 2]" in \
+        " ".join(proc.stdout.split())

@@ -76,3 +76,11 @@ def test_skilled_policy_beats_clumsy_in_the_summary(two_policy_campaign):
     assert skilled.level(0).rate == 1.0
     assert sum(lv.successes for lv in skilled.levels) > sum(lv.successes for lv in clumsy.levels)
     assert skilled.breaks.point[1] is not None  # p(3) = 0.25 x skill: the toy axis breaks
+
+
+def test_a_rate_is_never_rounded_across_the_threshold():
+    from indgen_core.report.rows import interval_text, percent
+
+    assert interval_text((0.0, 0.1979), 0.2) == "[0%, 19.8%]"  # a broken level's bound was printed "20%"
+    assert percent(0.19999, 0.2) == "19.999%" and percent(0.2, 0.2) == "20%" and percent(0.5, 0.2) == "50%"
+    assert percent(0.2049, 0.2) == "20%"  # at or above it and shown so: whole

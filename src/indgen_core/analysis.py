@@ -13,8 +13,9 @@ from typing import Any
 from indgen_core import blind, ppi, stats
 from indgen_core import campaign as campaign_mod
 from indgen_core import comparisons as comparisons_mod
+from indgen_core import plan as plan_mod
 from indgen_core.errors import IndGenError
-from indgen_core.runner import completed_counts
+from indgen_core.runner import completed_outcomes, level_places
 from indgen_core.store import CampaignRecord, ResultsStore
 
 
@@ -30,6 +31,8 @@ class PolicyCurve:
     aborted_attempts: int = 0
     #: per side, "held through k*" and "broken at k" with their stated error (stats.guarantee)
     guarantee: dict[int, stats.SideGuarantee] = field(default_factory=dict)
+    #: per side, the break set of a campaign run by the break search (plan.BreakSearchRule)
+    search: dict[int, plan_mod.SideSearch] = field(default_factory=dict)
 
     def level(self, k: int) -> stats.LevelStat | None:
         return next((s for s in self.levels if s.level == k), None)
@@ -92,10 +95,11 @@ def summarize(
     record = store.campaign(campaign_id)
     names = blind.shown_names(store, record)  # a blinded campaign's policies are letters here on
     threshold = campaign_mod.break_threshold(record)
-    sequential_rule = campaign_mod.adaptive_rule(record) is not None
-    anytime = live or sequential_rule or record.status != "done"
+    rule = campaign_mod.adaptive_rule(record)
+    anytime = live or rule is not None or record.status != "done"
     counts = store.counts(campaign_id)
-    prefix = completed_counts(store, campaign_id) if sequential_rule else None
+    outcomes = completed_outcomes(store, campaign_id) if rule is not None else {}
+    prefix = {key: (len(v), sum(v)) for key, v in outcomes.items()} if rule is not None else None
     snapshot_levels = record.axis_snapshot["levels"]
     curves = []
     for policy in record.policies:
@@ -140,6 +144,9 @@ def summarize(
                 skipped,
                 aborted,
                 stats.guarantee(levels, threshold, confidence),
+                plan_mod.side_searches(policy, outcomes, level_places(record), threshold, confidence)
+                if isinstance(rule, plan_mod.BreakSearchRule)
+                else {},
             )
         )
     rows = store.rows(campaign_id)
@@ -378,9 +385,11 @@ def registered_analysis(record: CampaignRecord) -> dict[str, Any] | None:
 
 
 def arms_of(store: ResultsStore, campaign_ids, labels: dict[tuple[str, str], str] | None = None) -> list[Arm]:
-    """Every policy of the campaigns, checked to be comparable: one axis, the same levels with
-    the same parameters (an axis file edited between two campaigns makes its levels other
-    tasks). Named by policy, or campaign:policy where a policy appears twice."""
+    """Every policy of the campaigns, checked to be comparable: one axis, and the levels they
+    share with the same parameters (an axis file edited between two campaigns makes its levels
+    other tasks). Compared at the levels both ran (compare_arms): the campaigns of a
+    `blockenv table1` group run different levels per policy. Named by policy, or
+    campaign:policy where a policy appears twice."""
     records = [store.campaign(cid) for cid in campaign_ids]
     first = records[0]
     for r in records[1:]:
@@ -390,12 +399,10 @@ def arms_of(store: ResultsStore, campaign_ids, labels: dict[tuple[str, str], str
                 "axes; a comparison needs one axis"
             )
         ka, kb = sorted(map(int, first.axis_snapshot["levels"])), sorted(map(int, r.axis_snapshot["levels"]))
-        if ka != kb:
-            raise IndGenError(
-                f"campaigns {first.id} and {r.id} ran different levels ({ka} and {kb}); compare "
-                "campaigns over the same levels"
-            )
-        for k in ka:
+        shared = sorted(set(ka) & set(kb))
+        if not shared:
+            raise IndGenError(f"campaigns {first.id} and {r.id} share no level ({ka} and {kb}); nothing to compare")
+        for k in shared:
             if first.axis_snapshot["levels"][str(k)]["parameters"] != r.axis_snapshot["levels"][str(k)]["parameters"]:
                 raise IndGenError(
                     f"level k={k} of axis {first.axis} is not the same task in {first.id} and {r.id} "

@@ -31,11 +31,19 @@ CERTIFY: Final = "certify"
 
 
 class AdaptiveConfig(BaseModel):
-    """The sequential rule (plan.AdaptiveRule): a level stops once its anytime-valid evidence
-    shows it held or broken; trials_per_level is then the most a level may take."""
+    """Trials chosen by their results; trials_per_level is then the most a level may take.
+    search "levels": the sequential rule (plan.AdaptiveRule), each level stops once its
+    anytime-valid evidence shows it held or broken, levels in plan order. search "break": the
+    break search (plan.BreakSearchRule), each trial where it narrows the set of levels the
+    break may lie at, under the assumption that success does not rise away from tau_0."""
 
     model_config = ConfigDict(extra="forbid")
     enabled: bool = True
+    search: Literal["levels", "break"] = Field(
+        default="levels",
+        description="levels: decide each level in plan order; break: put each trial where it narrows the set of "
+        "levels the break may lie at (assumes success does not rise away from tau_0)",
+    )
     #: trials before a level may be decided (the evidence is valid from the first; more only
     #: makes the rule slower)
     min_trials: int = Field(default=1, ge=1)
@@ -313,10 +321,12 @@ def setup_for(record: CampaignRecord, trial: plan_mod.PlannedTrial, blind_view: 
     )
 
 
-def adaptive_rule(record: CampaignRecord) -> plan_mod.AdaptiveRule | None:
+def adaptive_rule(record: CampaignRecord) -> plan_mod.AdaptiveRule | plan_mod.BreakSearchRule | None:
     cfg = record.config.get("adaptive")
     if not cfg or not cfg.get("enabled", True):
         return None
+    if cfg.get("search") == "break":
+        return plan_mod.BreakSearchRule(threshold=break_threshold(record))
     return plan_mod.AdaptiveRule(threshold=break_threshold(record), min_trials=cfg.get("min_trials", 1))
 
 

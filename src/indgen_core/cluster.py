@@ -37,7 +37,7 @@ from indgen_core import campaign as campaign_mod
 from indgen_core import runner
 from indgen_core.errors import IndGenError, require
 from indgen_core.records import Outcome, TaskSetup, TrialResult
-from indgen_core.runner import Progress, RunSummary, completed_counts
+from indgen_core.runner import Progress, RunSummary, completed_outcomes
 from indgen_core.store import ResultsStore
 
 #: the scheduler must not re-run a task whose worker died (the driver does, and records the
@@ -157,14 +157,14 @@ def run_campaign_cluster(
 
     A sequential (adaptive) campaign keeps at most one trial per worker thread in flight,
     submitted in plan order, and asks the rule before each submission; the rule sees only each
-    level's longest completed prefix of planned trials (runner.completed_counts), so the order
+    level's longest completed prefix of planned trials (runner.completed_outcomes), so the order
     in which trials happen to finish (a success ends early, a failure runs to the step limit)
     never steers a verdict."""
     from distributed import as_completed
 
     record = store.campaign(campaign_id)
     rule = campaign_mod.adaptive_rule(record)
-    distance = {int(k): (lv["distance"], lv["side"]) for k, lv in record.axis_snapshot["levels"].items()}
+    places = runner.level_places(record)
     args = (
         record.world,
         json.dumps(dict(world_options or {}), sort_keys=True),
@@ -192,13 +192,17 @@ def run_campaign_cluster(
         """Submit queued trials in plan order up to the window, the rule skipping the decided."""
         added = []
         while queue and len(held) < window:
-            trial = queue.pop(0)
-            if rule is not None:
-                reason = rule.skip_reason(trial, completed_counts(store, campaign_id), distance)
-                if reason:
-                    store.skip_trial(campaign_id, trial.trial_id, reason)
-                    summary.skipped += 1
-                    continue
+            if rule is None:
+                added.append(submit(queue.pop(0)))
+                continue
+            trial, skips = rule.choose(queue, completed_outcomes(store, campaign_id), places)
+            for skip, reason in skips:
+                store.skip_trial(campaign_id, skip.trial_id, reason)
+                queue.remove(skip)
+                summary.skipped += 1
+            if trial is None:
+                break  # what runs next waits on results in flight
+            queue.remove(trial)
             added.append(submit(trial))
         if futures is not None:
             for future in added:

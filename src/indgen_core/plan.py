@@ -15,8 +15,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from indgen_core import sequential, stats
+from indgen_core import break_search, sequential, stats
 from indgen_core.store import PlannedTrial
+
+#: level -> (atomic steps from tau_0, side: 0 in distribution, +1 / -1 beyond)
+Places = Mapping[int, tuple[int, int]]
+#: (policy, level) -> scored outcomes of the level's completed prefix, in trial order
+Outcomes = Mapping[tuple[str, int], Sequence[bool]]
+#: the trial to run next (None: none now), and the trials that need not run, with why
+Choice = tuple[PlannedTrial | None, list[tuple[PlannedTrial, str]]]
 
 INTERLEAVED, SEQUENTIAL = "interleaved", "sequential"
 
@@ -123,3 +130,122 @@ class AdaptiveRule:
         if n < self.min_trials:
             return stats.UNDECIDED
         return sequential.verdict(s, n, self.threshold, self.confidence)
+
+    def choose(self, pending: Sequence[PlannedTrial], outcomes: Outcomes, places: Places) -> Choice:
+        """The first pending trial (plan order) the rule does not skip, and those it skips."""
+        done = {key: (len(v), sum(v)) for key, v in outcomes.items()}
+        skips: list[tuple[PlannedTrial, str]] = []
+        for trial in pending:
+            reason = self.skip_reason(trial, done, places)
+            if reason is None:
+                return trial, skips
+            skips.append((trial, reason))
+        return None, skips
+
+
+def chains(places: Places) -> dict[int, list[int]]:
+    """Per side of the axis (+1 / -1), its levels from tau_0 outward: the in-distribution
+    levels (in the order of k along that side), then the side's levels by distance."""
+    inside = [k for k, (_, side) in places.items() if side == 0]
+    out = {}
+    for side in sorted({s for _, s in places.values() if s != 0}, reverse=True):
+        outer = sorted((k for k, (_, s) in places.items() if s == side), key=lambda k: places[k][0])
+        out[side] = sorted(inside, key=lambda k: k * side) + outer
+    if not out and inside:  # only in-distribution levels: one chain
+        out[1] = sorted(inside)
+    return out
+
+
+@dataclass(frozen=True)
+class SideSearch:
+    """One policy's break search along one side of the axis: the levels (tau_0 outward), the
+    search over them, and the break set as levels (None: no level breaks)."""
+
+    side: int
+    chain: list[int]
+    search: break_search.BreakSearch
+
+    @property
+    def found(self) -> break_search.BreakSet:
+        return self.search.break_set()
+
+    @property
+    def levels(self) -> list[int | None]:
+        return [self.chain[b] if b < len(self.chain) else None for b in self.found.candidates]
+
+    def describe(self) -> str:
+        found = self.found
+        conf = f"{1 - found.alpha:.0%}"
+        if found.contradicted:
+            return (
+                "the data contradict the assumption that success does not rise away from tau_0; "
+                "the per-level sweep decides this side"
+            )
+        names = ["no break" if k is None else f"k={k}" for k in self.levels]
+        where = names[0] if len(names) == 1 else " or ".join(names) if len(names) == 2 else f"{names[0]} .. {names[-1]}"
+        state = "" if found.decided else " (not narrowed to two adjacent levels yet)"
+        return f"breaks at {where}{state} ({conf}, assuming success does not rise away from tau_0)"
+
+
+def side_searches(
+    policy: str, outcomes: Outcomes, places: Places, threshold: float, confidence: float
+) -> dict[int, SideSearch]:
+    return {
+        side: SideSearch(
+            side,
+            chain,
+            break_search.BreakSearch.replay([outcomes.get((policy, k), []) for k in chain], threshold, confidence),
+        )
+        for side, chain in chains(places).items()
+    }
+
+
+@dataclass(frozen=True)
+class BreakSearchRule:
+    """Run each next trial where it narrows the set of levels the break may lie at
+    (break_search.py), and stop a policy once every side's set holds one level or two adjacent
+    ones (or no level with trials left can narrow it). Where the data contradict the monotone
+    assumption, that policy falls back to the per-level sweep (AdaptiveRule). trials_per_level
+    is the most any one level may take."""
+
+    threshold: float = stats.DEFAULT_THRESHOLD
+    confidence: float = stats.DEFAULT_CONFIDENCE
+
+    def choose(self, pending: Sequence[PlannedTrial], outcomes: Outcomes, places: Places) -> Choice:
+        sweep = AdaptiveRule(self.threshold, self.confidence)
+        skips: list[tuple[PlannedTrial, str]] = []
+        wanted: dict[str, set[int] | None] = {}  # policy -> levels to test next (None: sweep)
+        for trial in pending:
+            if trial.policy not in wanted:
+                wanted[trial.policy] = self._wanted(trial.policy, pending, outcomes, places)
+            levels = wanted[trial.policy]
+            if levels is None:
+                reason = sweep.skip_reason(trial, {k: (len(v), sum(v)) for k, v in outcomes.items()}, places)
+                if reason is None:
+                    return trial, skips
+                skips.append((trial, reason))
+            elif trial.level in levels:
+                return trial, skips
+            elif not levels:
+                skips.append((trial, self._done_reason(trial.policy, outcomes, places)))
+        return None, skips
+
+    def _wanted(
+        self, policy: str, pending: Sequence[PlannedTrial], outcomes: Outcomes, places: Places
+    ) -> set[int] | None:
+        room: dict[int, int] = {}
+        for trial in pending:
+            if trial.policy == policy:
+                room[trial.level] = room.get(trial.level, 0) + 1
+        levels = set()
+        for side in side_searches(policy, outcomes, places, self.threshold, self.confidence).values():
+            if side.found.contradicted:
+                return None
+            position = side.search.next_position([room.get(k, 0) for k in side.chain])
+            if position is not None:
+                levels.add(side.chain[position])
+        return levels
+
+    def _done_reason(self, policy: str, outcomes: Outcomes, places: Places) -> str:
+        sides = side_searches(policy, outcomes, places, self.threshold, self.confidence)
+        return "break search done: " + "; ".join(s.describe() for s in sides.values())

@@ -6,9 +6,8 @@ the smallest difference worth a real-robot session), three numbers:
   binomial test of "at or above the threshold" (or "below it") at (1 - confidence) / 2 has the
   stated power at the expected rate (the power of an exact test saw-tooths in n; this is the
   first n that reaches it);
-- the **sequential rule**'s expected and 90th-percentile trials (plan.AdaptiveRule, simulated
-  with sequential.first_decision over seeded Bernoulli runs at the expected rate), and how often
-  it ends undecided at the campaign's cap;
+- the **sequential rule**'s expected and 90th-percentile trials (plan.AdaptiveRule), and how
+  often it ends undecided at the campaign's cap, computed exactly (sequential_run);
 - the **robot time** both take at the stated seconds per trial (reset included), for every
   policy of the campaign.
 The planner refuses asks no number of trials can answer (a rate equal to the threshold) in
@@ -90,28 +89,30 @@ class SequentialRun:
     wrong: float  # share of runs that called the wrong side
 
 
-def simulate_sequential(
-    rate: float, threshold: float, cap: int, confidence: float = 0.95, runs: int = SIMULATED_RUNS, seed: int = 0
-) -> SequentialRun:
-    """The sequential rule's trials at `rate`, over `runs` seeded Bernoulli sequences of `cap`."""
-    rng = np.random.default_rng(seed)
-    edges = sequential.boundaries(threshold, cap, confidence)
-    right = sequential.HELD if rate >= threshold else sequential.BROKEN
-    used, verdicts = [], []
-    chunk = max(1, 2_000_000 // cap)  # bounded memory for long caps
-    for start in range(0, runs, chunk):
-        v, n = sequential.first_decisions(
-            rng.random((min(chunk, runs - start), cap)) < rate, threshold, confidence, edges
-        )
-        verdicts += v
-        used.append(n)
-    n = np.concatenate(used)
-    return SequentialRun(
-        float(n.mean()),
-        int(np.percentile(n, 90, method="higher")),
-        verdicts.count(sequential.UNDECIDED) / runs,
-        sum(v not in (right, sequential.UNDECIDED) for v in verdicts) / runs,
-    )
+def sequential_run(rate: float, threshold: float, cap: int, confidence: float = 0.95) -> SequentialRun:
+    """The sequential rule's trials at `rate` up to `cap`, exactly: the distribution of the
+    successes among runs still undecided, carried trial by trial (dynamic programming over
+    trials and successes), each run leaving it at the trial its evidence shows a side."""
+    held_at, broken_at = sequential.boundaries(threshold, cap, confidence)
+    alive = np.zeros(cap + 2)
+    alive[0] = 1.0
+    stopped = np.zeros(cap)  # probability of stopping at trial n + 1
+    held = broken = 0.0
+    s = np.arange(cap + 2)
+    for i in range(cap):
+        alive = alive * (1 - rate) + np.concatenate(([0.0], alive[:-1])) * rate
+        up, down = s >= held_at[i], s <= broken_at[i]
+        held += alive[up].sum()
+        broken += alive[down].sum()
+        stopped[i] = alive[up | down].sum()
+        alive[up | down] = 0.0
+    undecided = max(0.0, 1.0 - stopped.sum())
+    trials = np.arange(1, cap + 1)
+    mean = float((trials * stopped).sum() + cap * undecided)
+    cdf = np.cumsum(stopped)
+    p90 = int(trials[np.searchsorted(cdf, 0.9 - 1e-12)]) if cdf[-1] >= 0.9 - 1e-12 else cap
+    wrong = broken if rate >= threshold else held
+    return SequentialRun(mean, p90, float(undecided), float(wrong))
 
 
 @dataclass(frozen=True)
@@ -119,8 +120,9 @@ class LevelPlan:
     level: int
     rates: tuple[float, ...]  # the rates planned against (the expectation, or threshold +- margin)
     fixed: int  # trials of the fixed exact design (the larger over `rates`)
-    sequential: SequentialRun  # the sequential rule at the rate that needs more trials
+    sequential: SequentialRun  # the sequential rule at the rate that needs more trials, up to the cap
     cap: int
+    to_decision: SequentialRun  # the same without a cap (to MAX_TRIALS): like with like against the fixed design
 
 
 @dataclass(frozen=True)
@@ -148,8 +150,6 @@ def plan_levels(
     trial_s: float = 60.0,
     confidence: float = 0.95,
     power: float = DEFAULT_POWER,
-    runs: int = SIMULATED_RUNS,
-    seed: int = 0,
 ) -> CampaignPlan:
     """Size every level. `expect[k]`: the rate expected at level k; levels without one are
     planned against threshold +- PLANNING_MARGIN (whichever needs more trials). The sequential
@@ -171,9 +171,76 @@ def plan_levels(
             rates = tuple(r for r in (threshold + PLANNING_MARGIN, threshold - PLANNING_MARGIN) if 0 <= r <= 1)
         fixed = [fixed_trials(r, threshold, confidence, power) for r in rates]
         cap = trials_per_level if adaptive else 3 * max(fixed)
-        runs_at = [simulate_sequential(r, threshold, cap, confidence, runs, seed + k) for r in rates]
-        out.append(LevelPlan(k, rates, max(fixed), max(runs_at, key=lambda s: s.mean), cap))
+        runs_at = [sequential_run(r, threshold, cap, confidence) for r in rates]
+        # the rate that needs more trials; capped means tie, then the one more often undecided
+        worst = max(range(len(rates)), key=lambda i: (runs_at[i].mean, runs_at[i].undecided))
+        uncapped = sequential_run(rates[worst], threshold, MAX_TRIALS, confidence)
+        out.append(LevelPlan(k, rates, max(fixed), runs_at[worst], cap, uncapped))
     return CampaignPlan(out, threshold, confidence, power, policies, trial_s, trials_per_level, adaptive)
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """The break search (plan.BreakSearchRule) on one side's expected curve, against the
+    per-level sweep (plan.AdaptiveRule, levels in order up to the first shown break) on the
+    same curve and caps, each over `runs` seeded simulations."""
+
+    chain: list[int]
+    rates: list[float]
+    mean: float
+    p90: int
+    narrowed: float  # share of runs that end with one level or two adjacent ones
+    missed: float  # share of runs whose set leaves out the true break
+    sweep_mean: float  # the sweep in sequential order (level by level, the cheapest order)
+    sweep_missed: float  # share of sweeps that name another level than the true break
+    interleaved_mean: float  # the sweep in interleaved order (one trial per open level per round)
+
+
+def simulate_search(
+    chain: Sequence[int],
+    rates: Sequence[float],
+    threshold: float,
+    cap: int,
+    confidence: float = 0.95,
+    runs: int = SIMULATED_RUNS,
+    seed: int = 0,
+) -> SearchPlan:
+    """The break search and the per-level sweep on the expected curve `rates` (tau_0 outward)."""
+    from indgen_core import break_search
+
+    rng = np.random.default_rng(seed)
+    truth = next((j for j, r in enumerate(rates) if r < threshold), len(rates))
+    used, narrowed, missed = [], 0, 0
+    for _ in range(runs):
+        n, found = break_search.decide(rates, rng, cap, cap * len(rates), threshold, confidence)
+        used.append(n)
+        narrowed += found.decided
+        missed += truth not in found.candidates
+    edges = sequential.boundaries(threshold, cap, confidence)
+    sweep, interleaved = np.zeros(runs), np.zeros(runs)
+    named = np.full(runs, len(rates))
+    open_runs = np.ones(runs, dtype=bool)
+    cut = np.full(runs, np.inf)  # interleaved: the round after which a nearer shown break stops a level
+    for j, rate in enumerate(rates):
+        verdicts, n_used = sequential.first_decisions(rng.random((runs, cap)) < rate, threshold, confidence, edges)
+        broken = np.array([v == sequential.BROKEN for v in verdicts])
+        sweep += np.where(open_runs, n_used, 0)
+        named = np.where(open_runs & broken, j, named)
+        open_runs &= ~broken
+        interleaved += np.minimum(n_used, cut)
+        cut = np.where(broken & (n_used <= cut), np.minimum(cut, n_used), cut)
+    arr = np.asarray(used)
+    return SearchPlan(
+        list(chain),
+        [float(r) for r in rates],
+        float(arr.mean()),
+        int(np.percentile(arr, 90, method="higher")),
+        narrowed / runs,
+        missed / runs,
+        float(sweep.mean()),
+        float(np.mean(named != truth)),
+        float(interleaved.mean()),
+    )
 
 
 def parse_expect(items: Sequence[str]) -> dict[int, float]:

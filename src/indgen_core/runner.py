@@ -52,26 +52,30 @@ def aborts_in_a_row(store: ResultsStore, campaign_id: str, aborts: int, reason: 
     )
 
 
-def completed_counts(store: ResultsStore, campaign_id: str) -> dict[tuple[str, int], tuple[int, int]]:
-    """(policy, level) -> (scored trials, successes) over the longest completed prefix of the
-    level's planned trials (by trial index): a trial finished out of order (on a cluster, a
-    success ends before a failure that started earlier) counts once every trial before it is
-    done. Finished trials that are not scored (invalid, skipped by the person) are passed over;
-    the first pending or rule-skipped trial ends the prefix."""
+def completed_outcomes(store: ResultsStore, campaign_id: str) -> dict[tuple[str, int], list[bool]]:
+    """(policy, level) -> the scored outcomes (True: success) of the longest completed prefix
+    of the level's planned trials, in trial-index order: a trial finished out of order (on a
+    cluster, a success ends before a failure that started earlier) counts once every trial
+    before it is done. Finished trials that are not scored (invalid, skipped by the person) are
+    passed over; the first pending or rule-skipped trial ends the prefix."""
     by_level: dict[tuple[str, int], list] = {}
     for row in store.rows(campaign_id):
         by_level.setdefault((row.policy, row.level), []).append(row)
     out = {}
     for key, rows in by_level.items():
-        n = s = 0
+        outcomes = []
         for row in sorted(rows, key=lambda r: r.trial_index):
             if row.status != "done":
                 break
             if row.outcome in ("success", "failure", "timeout"):
-                n += 1
-                s += row.outcome == "success"
-        out[key] = (n, s)
+                outcomes.append(row.outcome == "success")
+        out[key] = outcomes
     return out
+
+
+def completed_counts(store: ResultsStore, campaign_id: str) -> dict[tuple[str, int], tuple[int, int]]:
+    """(policy, level) -> (scored trials, successes) over `completed_outcomes`."""
+    return {key: (len(v), sum(v)) for key, v in completed_outcomes(store, campaign_id).items()}
 
 
 def next_trial(store: ResultsStore, record, rule) -> tuple[PlannedTrial | None, int]:
@@ -86,16 +90,18 @@ def next_trial(store: ResultsStore, record, rule) -> tuple[PlannedTrial | None, 
             store.skip_trial(record.id, trial.trial_id, decided)
             skipped += 1
         return None, skipped
-    distance = {int(k): (lv["distance"], lv["side"]) for k, lv in record.axis_snapshot["levels"].items()}
-    for trial in store.pending_trials(record.id):
-        if rule is not None:
-            reason = rule.skip_reason(trial, completed_counts(store, record.id), distance)
-            if reason:
-                store.skip_trial(record.id, trial.trial_id, reason)
-                skipped += 1
-                continue
-        return trial, skipped
-    return None, skipped
+    pending = store.pending_trials(record.id)
+    if rule is None:
+        return (pending[0] if pending else None), 0
+    trial, skips = rule.choose(pending, completed_outcomes(store, record.id), level_places(record))
+    for skip, reason in skips:
+        store.skip_trial(record.id, skip.trial_id, reason)
+    return trial, skipped + len(skips)
+
+
+def level_places(record) -> dict[int, tuple[int, int]]:
+    """level -> (atomic steps from tau_0, side: 0 in distribution, +1 / -1 beyond)."""
+    return {int(k): (lv["distance"], lv["side"]) for k, lv in record.axis_snapshot["levels"].items()}
 
 
 def run_campaign(

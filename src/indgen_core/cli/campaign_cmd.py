@@ -178,8 +178,8 @@ def _print_sizes(args: argparse.Namespace) -> None:
     conf, power = f"{plan.confidence:.0%}", f"{plan.power:.0%}"
     table = Table(
         title=f"trials per level to tell the rate from the threshold {threshold:g} ({conf} confidence, {power} power)",
-        caption=f"fixed: exact one-sided binomial test sized in advance; sequential: "
-        f"the adaptive rule (anytime-valid), {planner.SIMULATED_RUNS} simulated runs per level, "
+        caption="fixed: exact one-sided binomial test sized in advance; sequential: "
+        "the adaptive rule (anytime-valid), computed exactly per level, "
         "at most the cap",
     )
     for col in ("k", "planned rate", "fixed design", "sequential mean", "sequential p90", "cap", "undecided at cap"):
@@ -198,12 +198,14 @@ def _print_sizes(args: argparse.Namespace) -> None:
     console.print(table)
     who = f"{plan.policies} policies" if plan.policies > 1 else "1 policy"
     fixed_h = plan.robot_hours([lv.fixed for lv in plan.levels])
-    seq_h = plan.robot_hours([lv.sequential.mean for lv in plan.levels])
+    decided_h = plan.robot_hours([lv.to_decision.mean for lv in plan.levels])
+    capped_h = plan.robot_hours([lv.sequential.mean for lv in plan.levels])
     written_h = plan.robot_hours([config.trials_per_level] * len(plan.levels))
     console.print(
-        f"robot time at {args.trial_s:g} s per trial for {who}: fixed design {fixed_h:.1f} h, "
-        f"sequential rule {seq_h:.1f} h on average; as written ({config.trials_per_level} per level"
-        f"{', adaptive' if adaptive else ''}) at most {written_h:.1f} h"
+        f"robot time at {args.trial_s:g} s per trial for {who}, every level to a decision: fixed design "
+        f"{fixed_h:.1f} h, sequential rule {decided_h:.1f} h on average; as written ({config.trials_per_level} "
+        f"per level{', adaptive' if adaptive else ''}): at most {written_h:.1f} h"
+        + (f", {capped_h:.1f} h on average with the cap" if adaptive else "")
     )
     short = [lv.level for lv in plan.levels if not adaptive and config.trials_per_level < lv.fixed]
     if short:
@@ -216,6 +218,35 @@ def _print_sizes(args: argparse.Namespace) -> None:
         console.print(
             f"[yellow]note:[/] with a cap of {config.trials_per_level} trials, levels {undecided} stay "
             "undecided in more than 20% of runs; raise trials_per_level"
+        )
+    if adaptive and config.adaptive is not None and config.adaptive.search == "break":
+        _print_search(console, config, axis, threshold, planner.parse_expect(args.expect), args.trial_s)
+
+
+def _print_search(console, config, axis, threshold: float, expect: dict[int, float], trial_s: float) -> None:
+    """The break search on the curve the user expects, beside the per-level sweep."""
+    from indgen_core import plan as plan_mod
+    from indgen_core import planner
+    from indgen_core.campaign import campaign_levels
+
+    levels = campaign_levels(config, axis, str(config.name))
+    places = {k: axis.distance(k) for k in levels}
+    for chain in plan_mod.chains(places).values():
+        missing = [k for k in chain if k not in expect]
+        if missing:
+            console.print(
+                f"break search: give every level's expected rate (--expect K=RATE) to plan it; "
+                f"missing on this side: {missing}"
+            )
+            continue
+        found = planner.simulate_search(chain, [expect[k] for k in chain], threshold, config.trials_per_level)
+        hours = len(config.policies) * trial_s / 3600.0
+        console.print(
+            f"break search along {chain}: {found.mean:.1f} trials on average (90th percentile {found.p90}), "
+            f"{found.narrowed:.0%} of runs narrow the set to one or two adjacent levels, "
+            f"{found.missed:.1%} miss the true break; the per-level sweep: {found.sweep_mean:.1f} trials, "
+            f"naming another level in {found.sweep_missed:.1%}; robot time {found.mean * hours:.1f} h "
+            f"against {found.sweep_mean * hours:.1f} h ({planner.SIMULATED_RUNS} simulated runs)"
         )
 
 

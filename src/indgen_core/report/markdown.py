@@ -9,7 +9,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from indgen_core.analysis import CampaignSummary
-from indgen_core.report.rows import _break_text, guarantee_text, level_rows, twin_rows
+from indgen_core.report.rows import (
+    _break_text,
+    guarantee_text,
+    interval_text,
+    level_rows,
+    percent,
+    search_text,
+    twin_rows,
+)
 
 
 def markdown(
@@ -51,13 +59,15 @@ def markdown(
                 "",
                 f"With a stated error: {guarantee_text(c)}.",
                 "",
+                *([f"Break search: {search_text(c)}.", ""] if c.search else []),
                 "| k | parameters | n | successes | rate | 95% interval | verdict | |",
                 "|---|---|---|---|---|---|---|---|",
             ]
             for row in level_rows(s, c):
                 lines.append(
                     f"| {row['k']} | {row['parameters']} | {row['n']} | {row['successes']} | "
-                    f"{row['rate']:.0%} | [{row['ci_low']:.0%}, {row['ci_high']:.0%}] | {row['verdict']} | "
+                    f"{percent(row['rate'], s.threshold)} | "
+                    f"{interval_text((row['ci_low'], row['ci_high']), s.threshold)} | {row['verdict']} | "
                     f"{row['tags']} |"
                 )
             lines.append("")
@@ -156,12 +166,12 @@ def twin_markdown(summary: CampaignSummary) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in twin_rows(summary):
-        lo, hi = row["real_only_ci"]
-        tlo, thi = row["twin_ppi_ci"]
+        th = summary.threshold
         lines.append(
-            f"| {row['policy']} | {row['k']} | {row['real_successes']}/{row['real_n']} | [{lo:.0%}, {hi:.0%}] "
+            f"| {row['policy']} | {row['k']} | {row['real_successes']}/{row['real_n']} | "
+            f"{interval_text(row['real_only_ci'], th)} "
             f"| {row['twin_successes']}/{row['twin_n']} | {row['pairs']} | {row['agreement']:.0%} | "
-            f"{row['estimate']:.0%} | [{tlo:.0%}, {thi:.0%}] | {row['width_ratio']:.2f} |"
+            f"{percent(row['estimate'], th)} | {interval_text(row['twin_ppi_ci'], th)} | {row['width_ratio']:.2f} |"
         )
     return [*lines, ""]
 

@@ -12,6 +12,22 @@ from indgen_core.analysis import CampaignSummary, PolicyCurve
 from indgen_core.campaign import level_from_snapshot
 
 
+def percent(value: float, threshold: float) -> str:
+    """A rate or interval bound as a percentage, whole unless rounding would put it on the
+    other side of the threshold (19.79% is not "20%" when 20% is where a level breaks)."""
+    for digits in range(0, 4):
+        text = f"{value:.{digits}%}"
+        shown = float(text.rstrip("%")) / 100
+        if (shown < threshold) == (value < threshold):
+            return text
+    return text
+
+
+def interval_text(bounds: Sequence[float], threshold: float) -> str:
+    low, high = bounds
+    return f"[{percent(low, threshold)}, {percent(high, threshold)}]"
+
+
 def _fmt_params(summary: CampaignSummary, k: int) -> str:
     level = level_from_snapshot(summary.record.axis_snapshot, k)
     moved = set(summary.record.axis_snapshot.get("moved", []))
@@ -65,6 +81,29 @@ def guarantee_text(curve: PolicyCurve) -> str:
         name = {1: "k>0", -1: "k<0"}.get(side, "")
         parts.append(f"{name}: {g.describe()}" if len(curve.guarantee) > 1 else g.describe())
     return "; ".join(parts) or "no level outside the in-distribution set was run"
+
+
+def search_text(curve: PolicyCurve) -> str:
+    """The break set of a campaign run by the break search, and the trials that found it."""
+    parts = []
+    for side, found in sorted(curve.search.items(), reverse=True):
+        name = {1: "k>0: ", -1: "k<0: "}.get(side, "") if len(curve.search) > 1 else ""
+        trials = ", ".join(f"k={k} {lv.n}" for k, lv in zip(found.chain, found.search.levels, strict=True) if lv.n)
+        parts.append(f"{name}{found.describe()}; trials where the search put them: {trials or 'none yet'}")
+    return "; ".join(parts)
+
+
+def search_json(curve: PolicyCurve) -> dict[str, Any]:
+    return {
+        str(side): {
+            "levels": found.levels,
+            "decided": found.found.decided,
+            "contradicted": found.found.contradicted,
+            "confidence": 1 - found.found.alpha,
+            "trials": {str(k): lv.n for k, lv in zip(found.chain, found.search.levels, strict=True)},
+        }
+        for side, found in curve.search.items()
+    }
 
 
 def comparison_rows(comparisons) -> list[dict[str, Any]]:
@@ -131,6 +170,7 @@ def summary_json(summaries: Sequence[CampaignSummary]) -> dict[str, Any]:
                             }
                             for side, g in c.guarantee.items()
                         },
+                        "break_search": search_json(c),
                     }
                     for c in s.curves
                 ],

@@ -6,7 +6,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from indgen_core.analysis import CampaignSummary
-from indgen_core.report.rows import _break_text, guarantee_text, level_rows, twin_rows
+from indgen_core.report.rows import (
+    _break_text,
+    guarantee_text,
+    interval_text,
+    level_rows,
+    percent,
+    search_text,
+    twin_rows,
+)
 
 
 def print_table(summaries: Sequence[CampaignSummary], console=None) -> None:
@@ -21,7 +29,8 @@ def print_table(summaries: Sequence[CampaignSummary], console=None) -> None:
         for c in s.curves:
             table = Table(
                 title=f"{s.record.id}: {c.policy} on '{s.record.axis}' ({s.record.world}) - {_break_text(c)}",
-                caption=f"with a stated error: {guarantee_text(c)}; intervals: 95% {s.interval_kind}",
+                caption=f"with a stated error: {guarantee_text(c)}; intervals: 95% {s.interval_kind}"
+                + (f"; break search: {search_text(c)}" if c.search else ""),
             )
             for col in ("k", "parameters", "n", "succ.", "rate", "95% interval", "verdict", ""):
                 table.add_column(col, justify="left" if col == "parameters" else "right")
@@ -32,8 +41,8 @@ def print_table(summaries: Sequence[CampaignSummary], console=None) -> None:
                     row["parameters"],
                     str(row["n"]),
                     str(row["successes"]),
-                    f"{row['rate']:.0%}",
-                    f"[{row['ci_low']:.0%}, {row['ci_high']:.0%}]",
+                    percent(row["rate"], s.threshold),
+                    interval_text((row["ci_low"], row["ci_high"]), s.threshold),
                     row["verdict"],
                     row["tags"],
                     style=style,
@@ -64,11 +73,11 @@ def print_table(summaries: Sequence[CampaignSummary], console=None) -> None:
                     row["policy"],
                     str(row["k"]),
                     f"{row['real_successes']}/{row['real_n']}",
-                    "[{:.0%}, {:.0%}]".format(*row["real_only_ci"]),
+                    interval_text(row["real_only_ci"], s.threshold),
                     f"{row['twin_successes']}/{row['twin_n']}",
                     f"{row['agreement']:.0%}",
-                    f"{row['estimate']:.0%}",
-                    "[{:.0%}, {:.0%}]".format(*row["twin_ppi_ci"]),
+                    percent(row["estimate"], s.threshold),
+                    interval_text(row["twin_ppi_ci"], s.threshold),
                     f"{row['width_ratio']:.2f}",
                 )
             console.print(table)
