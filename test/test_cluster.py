@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -166,6 +167,21 @@ def test_workers_n_is_a_local_cluster_with_the_same_guarantees(toy):
     assert marker.exists() and "ran 16 trials" in out.stdout
     got, committed, attempts = _rows(toy["db"], "local")
     assert got == toy["seq"] and committed == 16 and sorted(attempts.values()) == [1] * 15 + [2]
+
+
+def test_a_blind_ab_on_workers_stops_once_decided(toy):
+    """`analysis.stop_when_decided` on a cluster: one trial per worker in flight, and the queue
+    skipped, with a reason that names no policy, once the registered comparison is decided."""
+    cfg = toy_setup.campaign_yaml(toy["tmp"], "ab_workers", policies=["skilled", "clumsy"], blind=True, levels=[0],
+                                  trials_per_level=40, analysis={"compare": ["skilled", "clumsy"],
+                                                                 "stop_when_decided": True})
+    indgen("campaign", "run", str(cfg), "--id", "ab-w", "--db", str(toy["db"]), "--workers", "2", env=toy["env"])
+    with sqlite3.connect(toy["db"]) as db:
+        rows = db.execute("SELECT status, skip_reason FROM trials WHERE campaign_id='ab-w'").fetchall()
+    skipped = {reason for status, reason in rows if status == "skipped"}
+    assert len(skipped) == 1 and next(iter(skipped)).startswith("the registered comparison is decided"), rows
+    assert sum(status == "skipped" for status, _ in rows) > 20
+    assert not any(p in reason for reason in skipped for p in ("skilled", "clumsy"))
 
 
 def test_a_policy_the_workers_cannot_build_or_run_stops_the_campaign_in_one_sentence(toy):

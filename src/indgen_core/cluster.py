@@ -33,8 +33,8 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from indgen_core import analysis, runner
 from indgen_core import campaign as campaign_mod
-from indgen_core import runner
 from indgen_core.errors import IndGenError, require
 from indgen_core.records import Outcome, TaskSetup, TrialResult
 from indgen_core.runner import Progress, RunSummary, completed_outcomes
@@ -177,7 +177,9 @@ def run_campaign_cluster(
         return _finish(store, record, summary)
     _check_workers(client, record.world)
     store.set_status(campaign_id, "running")
-    window = max(sum(client.nthreads().values()), 1) if rule is not None else len(queue)
+    # trials chosen by results (a rule, an A/B that stops once decided): one in flight per thread
+    stops = rule is not None or _stops_when_decided(record)
+    window = max(sum(client.nthreads().values()), 1) if stops else len(queue)
     tries: Counter[str] = Counter()
     held: dict[str, Any] = {}  # future key -> trial
 
@@ -191,6 +193,12 @@ def run_campaign_cluster(
     def fill(futures) -> list:
         """Submit queued trials in plan order up to the window, the rule skipping the decided."""
         added = []
+        decided = analysis.decided_reason(store, record)
+        if decided:  # an A/B that stops once decided: nothing still queued is needed
+            for trial in queue:
+                store.skip_trial(campaign_id, trial.trial_id, decided)
+                summary.skipped += 1
+            queue.clear()
         while queue and len(held) < window:
             if rule is None:
                 added.append(submit(queue.pop(0)))
@@ -251,6 +259,11 @@ def run_campaign_cluster(
         store.set_status(campaign_id, "waiting", message)
         raise runner.TooManyAborts(f"campaign '{campaign_id}' stopped: {message}")
     return summary
+
+
+def _stops_when_decided(record) -> bool:
+    plan = analysis.registered_analysis(record)
+    return bool(plan and plan.get("stop_when_decided"))
 
 
 def _finish(store: ResultsStore, record, summary: RunSummary) -> RunSummary:
