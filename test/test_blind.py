@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from indgen_core import analysis, blind, routes
 from indgen_core.campaign import CampaignConfig, setup_for
+from indgen_core.errors import IndGenError
 from indgen_core.inprocess import InProcessExecutor
 from indgen_core.runner import run_campaign
 from indgen_core.store import ResultsStore
@@ -108,9 +109,41 @@ def test_rates_hidden_until_done_then_letters_until_unblinded(monkeypatch, tmp_p
     assert "unblinded by grace" in indgen("campaign", "status", "ab").stdout
 
 
+def test_unblinding_a_running_campaign_needs_a_reason_and_leaves_the_cell_blind(monkeypatch, tmp_path):
+    env = dict(os.environ, **toy_setup.toy_env(monkeypatch, tmp_path))
+    db = tmp_path / "r.sqlite"
+
+    def indgen(*args):
+        return subprocess.run([sys.executable, "-m", "indgen_core.cli", "campaign", "unblind", "ab", *args, "--db",
+                               str(db)], env=env, capture_output=True, text=True, timeout=120)
+
+    with ResultsStore(db) as store:
+        _blind(store, tmp_path)
+        run_campaign(store, "ab", _executor(), should_stop=lambda: len(store.pending_trials("ab")) < 50)
+    early = indgen("--by", "ada")
+    assert early.returncode == 2 and "is stopped, not done: unblinding it now needs --reason" in early.stderr
+    early = indgen("--by", "ada", "--reason", "a safety review")
+    assert early.returncode == 0 and "reason: a safety review" in early.stdout
+    again = indgen("--by", "bob", "--reason", "audit")  # every unblinding by anyone is recorded
+    assert again.stdout.count("unblinded by") == 2 and "unblinded by bob" in again.stdout
+    with ResultsStore(db) as store:
+        record = store.campaign("ab")
+        assert not blind.blinded(store, record)  # reports may name the policies now
+        assert blind.rates_hidden(store, record)  # the cell's console still shows no rate
+        assert [e["kind"] for e in store.events("ab")].count(blind.UNBLIND) == 2
+
+
 @pytest.mark.parametrize("change, sentence", [
     ({"adaptive": {"enabled": True}}, "a blind campaign cannot stop levels early (adaptive)"),
-    ({"name": "skilled_vs_clumsy"}, "a blind campaign's name must not contain a policy's name (skilled)"),
+    ({"name": "skilled_vs_clumsy"}, "a blind campaign's name must not contain 'skilled', part of a policy's name"),
+    # the names: a part of a name, any case, inside a word; a server's host name
+    ({"name": "zebra_vs_yak", "policies": ["zebra_policy", "yak_policy"], "analysis": None},
+     "a blind campaign's name must not contain 'zebra'"),
+    ({"name": "yak_lab_day2", "policies": ["zebra_policy", "yak_policy"], "analysis": None},
+     "a blind campaign's name must not contain 'yak'"),
+    ({"name": "ab_on_gpu7", "endpoints": {"skilled": "ws://gpu7.lab:8000"}},
+     "a blind campaign's name must not contain 'gpu7'"),
+    ({"name": "ab", "group": "clumsy_week"}, "a blind campaign's group must not contain 'clumsy'"),
     ({"policies": ["skilled"], "analysis": None}, "blind: true needs at least two policies to hide among"),
     ({"analysis": {"compare": ["skilled", "pi05"]}}, "analysis compares ['pi05'], which are not among the policies"),
 ])
@@ -122,13 +155,31 @@ def test_blind_configs_that_cannot_work_are_refused(change, sentence):
         CampaignConfig(**doc)
 
 
-@pytest.mark.parametrize("text", ['{"A": "http://x:1"}', '{"A": "ws://:80"}', '["ws://x:1"]', "{", '{"A": 3}',
-                                  '{"A": "ws://[::1"}', '{"A": "ws://host"}'])
+def test_words_shared_by_every_policy_give_nothing_away():
+    words = blind.identity_words(["droid_twin_oracle", "droid_twin_bc"], {"droid_twin_bc": "ws://10.0.0.7:8000"})
+    assert "droid" not in words and "twin" not in words and words["oracle"] == "droid_twin_oracle"
+    assert words["10.0.0.7:8000"] == "droid_twin_bc" and "10" not in words  # an IP's octets are no word
+    assert blind.identity_in("Pi05-ORACLE-day2", words) == "oracle"
+
+
+def test_a_blind_campaign_id_naming_a_policy_is_refused(monkeypatch, tmp_path):
+    toy_setup.toy_env(monkeypatch, tmp_path)
+    with ResultsStore(tmp_path / "r.sqlite") as store, pytest.raises(IndGenError) as err:
+        toy_setup.plan_toy(store, tmp_path, campaign_id="Skilled_Policy_vs_Clumsy", name="ab_test",
+                           policies=POLICIES, blind=True, levels=[0])
+    assert str(err.value).startswith("a blind campaign's id must not contain 'skilled'")
+
+
+@pytest.mark.parametrize("text", [
+    '{"routes": {"A": "http://x:1"}, "blind": true}', '{"routes": {"A": "ws://:80"}, "blind": true}',
+    '["ws://x:1"]', "{", '{"routes": {"A": 3}, "blind": false}', '{"routes": {"A": "ws://[::1"}, "blind": true}',
+    '{"routes": {"A": "ws://host"}, "blind": true}', '{"A": "ws://10.0.0.2:8000"}',
+    '{"routes": {}, "blind": "yes"}', '{"routes": {}, "blind": true, "extra": 1}'])
 def test_garbled_routes_are_refused_whole(text):
     with pytest.raises(ValueError):
         routes.parse_routes(text)
-    assert routes.parse_routes('{"A": "ws://10.0.0.2:8000", "B": "wss://gpu.lab:443"}') == {
-        "A": "ws://10.0.0.2:8000", "B": "wss://gpu.lab:443"}
+    parsed = routes.parse_routes('{"routes": {"A": "ws://10.0.0.2:8000", "B": "wss://gpu.lab:443"}, "blind": true}')
+    assert parsed.routes == {"A": "ws://10.0.0.2:8000", "B": "wss://gpu.lab:443"} and parsed.blind
 
 
 def test_a_blind_ab_stops_once_decided_and_stays_blind(monkeypatch, tmp_path):

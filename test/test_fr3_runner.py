@@ -557,7 +557,8 @@ def test_frozen_camera_no_command_from_a_stale_frame(tmp_path, ros_context):
 
     routes = node.create_publisher(String, topics.POLICY_ROUTES, LATCHED)
     try:
-        routes.publish(String(data="{}"))  # as the progression manager does: no policy routed elsewhere
+        # as the progression manager does: no policy routed elsewhere, not blind
+        routes.publish(String(data='{"routes": {}, "blind": false}'))
         setup_pub.publish(setup_to_msg(setup, node.get_clock().now().to_msg()))
         assert spin_until(node, lambda: ticks.get_subscription_count() > 0, 60), policy.output()
         wait_until(lambda: run(1) or commands, 60, poll=0)  # ticks until the policy node answers one

@@ -109,7 +109,7 @@ def test_the_policy_node_switches_servers_per_trial_and_names_the_trial_in_every
             mark = take("t1", "pb")
             assert wait_until(lambda: any(s.trial_id == "t1" and "waiting for the policy routes" in s.message
                                           for s in statuses[mark:]), 30), [s.message for s in statuses]
-            routes_pub.publish(String(data=json.dumps({"pb": uris["b"]})))
+            routes_pub.publish(String(data=json.dumps({"routes": {"pb": uris["b"]}, "blind": False})))
             assert wait_until(lambda: connected_for("t1", mark), 60), procs[-1].output()[-2000:]
             assert all(s.server_uri == uris["b"] for s in statuses[mark:] if s.connected)
             mark = take("t2", "pa")  # the default server: a switch, announced for t2 before A is up
@@ -124,6 +124,20 @@ def test_the_policy_node_switches_servers_per_trial_and_names_the_trial_in_every
             mark = take("t3", "pb")  # and back to B
             assert wait_until(lambda: connected_for("t3", mark), 60)
             assert all(s.server_uri == uris["b"] for s in statuses[mark:] if s.connected and s.trial_id == "t3")
+            assert any('"policy": "droid_twin_oracle"' in s.metadata_json for s in statuses[:mark])  # it says so
+            # a blind campaign: letters route, and no status names a server or says its metadata
+            routes_pub.publish(String(data=json.dumps({"routes": {"A": uris["a"], "B": uris["b"]}, "blind": True})))
+            mark = take("t4", "B")
+            assert wait_until(lambda: connected_for("t4", mark), 60), procs[-1].output()[-2000:]
+            stop(procs[1])  # B's server goes away mid-run: the loss names the letter's server only
+            assert wait_until(lambda: any(not s.connected and "closed" in s.message for s in statuses[mark:]), 30)
+            blind_view = statuses[mark:]
+            for s in blind_view:
+                text = f"{s.server_uri} {s.message} {s.metadata_json}"
+                assert not any(str(port) in text for port in ports.values()) and "droid_twin_oracle" not in text, text
+                assert set(json.loads(s.metadata_json)) <= {"robot_model"}
+            assert {s.server_uri for s in blind_view if s.trial_id == "t4"} == {"policy B's server"}
+            assert any(s.message.startswith("policy B's server closed the connection") for s in blind_view)
     finally:
         node.destroy_node()
         log = stop(procs[-1])
@@ -131,4 +145,6 @@ def test_the_policy_node_switches_servers_per_trial_and_names_the_trial_in_every
             stop(proc)
     # each server was warmed up before the node said it was connected to it
     for uri in uris.values():
-        assert f"connected to {uri}; warm-up answered in" in log, log[-2000:]
+        assert f"connected to the policy server at {uri}; warm-up answered in" in log, log[-2000:]
+    blind_log = log[log.index("connected to policy B's server"):]  # the launch terminal: no address
+    assert not any(str(port) in blind_log for port in ports.values()), blind_log[-2000:]

@@ -82,7 +82,7 @@ def test_the_index_lists_every_campaign_and_hides_a_blind_ones_policies(lab):
 def test_unblinding_shows_the_names_on_the_next_refresh(lab, tmp_path):
     copy = tmp_path / "lab"
     shutil.copytree(lab, copy, symlinks=True)
-    indgen(copy, "campaign", "unblind", "ab-lab", "--by", "ada")
+    indgen(copy, "campaign", "unblind", "ab-lab", "--by", "ada", "--reason", "a safety review needs the names")
     indgen(copy, "report", "--index")
     rows = {e["id"]: e for e in entries((copy / "artifacts" / "reports" / "index.html").read_text())}
     assert rows["ab-lab"]["policies"] == ["blockenv_oracle", "blockenv_random_legal"]

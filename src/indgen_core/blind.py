@@ -16,9 +16,10 @@ An adaptive campaign cannot be blind: a level that stops early tells the person 
 
 from __future__ import annotations
 
+import re
 import string
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -36,6 +37,37 @@ def assign_labels(policies: Sequence[str], seed: int) -> dict[str, str]:
         raise IndGenError(f"a blind campaign takes at most {len(LETTERS)} policies, not {len(policies)}")
     order = np.random.default_rng(np.random.SeedSequence([seed & 0xFFFFFFFF, 11])).permutation(len(policies))
     return {policies[j]: LETTERS[i] for i, j in enumerate(order)}
+
+
+#: word parts shorter than this say nothing of a policy (and would match anything)
+MIN_WORD = 3
+
+
+def identity_words(policies: Sequence[str], endpoints: Mapping[str, str] | None = None) -> dict[str, str]:
+    """word -> the policy it may give away: the parts of each policy's name and of its server's
+    host name (split at anything not a letter or digit, lower case), and the whole host:port.
+    A part every policy's name shares ("droid_twin_oracle" against "droid_twin_bc") tells no
+    policy from another and is left out."""
+    def parts(text: str) -> set[str]:
+        return {w for w in re.split(r"[^a-z0-9]+", text.lower()) if len(w) >= MIN_WORD}
+
+    own = {p: parts(p) for p in policies}
+    shared = set.intersection(*own.values()) if len(own) > 1 else set()
+    words = {w: p for p, ws in own.items() for w in ws - shared}
+    for p, uri in (endpoints or {}).items():
+        address = uri.split("://", 1)[-1].split("/", 1)[0].lower()
+        host = address.rsplit(":", 1)[0]
+        words[address] = p
+        for w in parts(host):
+            if not w.isdigit():  # the octets of an IP address are no word
+                words.setdefault(w, p)
+    return {w: p for w, p in words.items() if w not in shared}
+
+
+def identity_in(text: str, words: Mapping[str, str]) -> str | None:
+    """The first identity word found in `text` (case-insensitive, anywhere inside its words)."""
+    low = text.lower()
+    return next((w for w in sorted(words, key=len, reverse=True) if w in low), None)
 
 
 def labels(record: CampaignRecord) -> dict[str, str]:
@@ -59,23 +91,35 @@ def shown_names(store: ResultsStore, record: CampaignRecord) -> dict[str, str]:
 
 
 def rates_hidden(store: ResultsStore, record: CampaignRecord) -> bool:
-    """Running rates stay hidden while trials of a blinded campaign are still to run."""
-    return blinded(store, record) and record.status != "done"
+    """Running rates stay hidden from the cell while trials of a blind campaign are still to run,
+    whether or not someone unblinded it meanwhile (the person who resets and labels must not
+    learn how it goes; the one who unblinds learns the names from `campaign unblind`)."""
+    return bool(labels(record)) and record.status != "done"
 
 
-def unblind(store: ResultsStore, campaign_id: str, by: str) -> dict[str, str]:
-    """Reveal the names: an event with who and when; returns letter -> policy."""
+def unblind(store: ResultsStore, campaign_id: str, by: str, reason: str = "") -> dict[str, str]:
+    """Reveal the names: an event with who, when and (before the campaign is done: required)
+    why, every time anyone unblinds; returns letter -> policy."""
     record = store.campaign(campaign_id)
     names = labels(record)
     if not names:
         raise IndGenError(f"campaign {campaign_id} is not blind; there is nothing to unblind")
     if not by.strip():
         raise IndGenError("say who unblinds the campaign (--by NAME); the store records it")
-    done = unblinding(store, record)
-    if done is None:
-        store.log_event(
-            campaign_id,
-            UNBLIND,
-            f"unblinded by {by.strip()} (status {record.status}) at {time.strftime('%Y-%m-%d %H:%M:%S %Z')}",
+    if record.status != "done" and not reason.strip():
+        raise IndGenError(
+            f"campaign {campaign_id} is {record.status}, not done: unblinding it now needs --reason (recorded); "
+            "the cell's console stays blind until the campaign is done"
         )
+    why = f"; reason: {reason.strip()}" if reason.strip() else ""
+    store.log_event(
+        campaign_id,
+        UNBLIND,
+        f"unblinded by {by.strip()} (status {record.status}) at {time.strftime('%Y-%m-%d %H:%M:%S %Z')}{why}",
+    )
     return {letter: policy for policy, letter in sorted(names.items(), key=lambda kv: kv[1])}
+
+
+def unblindings(store: ResultsStore, record: CampaignRecord) -> list[dict]:
+    """Every unblinding, first first."""
+    return [e for e in store.events(record.id) if e["kind"] == UNBLIND]

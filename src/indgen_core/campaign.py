@@ -126,11 +126,13 @@ class CampaignConfig(BaseModel):
                 "a blind campaign cannot stop levels early (adaptive): a level that stops shows the "
                 "person how it is going; drop one of the two"
             )
-        named = [p for p in self.policies if p.lower() in self.name.lower()]
-        if named:
-            raise ValueError(
-                f"a blind campaign's name must not contain a policy's name ({named[0]}): the console shows the name"
-            )
+        for field_name, text in (("name", self.name), ("group", self.group)):
+            word = blind_mod.identity_in(text, blind_mod.identity_words(self.policies, self.endpoints))
+            if word:
+                raise ValueError(
+                    f"a blind campaign's {field_name} must not contain '{word}', part of a policy's name or server "
+                    "address: the console and every list show it"
+                )
         return self
 
     @field_validator("name", "world")
@@ -258,6 +260,13 @@ def plan_campaign(
     override = config.purpose == EVALUATE and any(c is None for c in certified.values())
 
     campaign_id = paths.check_id(campaign_id) if campaign_id else new_campaign_id(config.name)
+    if config.blind:
+        word = blind_mod.identity_in(campaign_id, blind_mod.identity_words(config.policies, config.endpoints))
+        if word:
+            raise IndGenError(
+                f"a blind campaign's id must not contain '{word}', part of a policy's name or server address: "
+                "the console and every list show it"
+            )
     distance = {lv.k: lv.distance for lv in levels}
     order = config.order or axis.spec.order
     labels = blind_mod.assign_labels(config.policies, config.seed) if config.blind else {}

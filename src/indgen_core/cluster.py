@@ -195,23 +195,23 @@ def run_campaign_cluster(
         added = []
         decided = analysis.decided_reason(store, record)
         if decided:  # an A/B that stops once decided: nothing still queued is needed
-            for trial in queue:
-                store.skip_trial(campaign_id, trial.trial_id, decided)
+            for unneeded in queue:
+                store.skip_trial(campaign_id, unneeded.trial_id, decided)
                 summary.skipped += 1
             queue.clear()
         while queue and len(held) < window:
             if rule is None:
                 added.append(submit(queue.pop(0)))
                 continue
-            trial, skips = rule.choose(queue, completed_outcomes(store, campaign_id), places)
+            chosen, skips = rule.choose(queue, completed_outcomes(store, campaign_id), places)
             for skip, reason in skips:
                 store.skip_trial(campaign_id, skip.trial_id, reason)
                 queue.remove(skip)
                 summary.skipped += 1
-            if trial is None:
+            if chosen is None:
                 break  # what runs next waits on results in flight
-            queue.remove(trial)
-            added.append(submit(trial))
+            queue.remove(chosen)
+            added.append(submit(chosen))
         if futures is not None:
             for future in added:
                 futures.add(future)

@@ -80,10 +80,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "unblind",
         help="reveal which policy each letter of a blind campaign is",
         description="Reveal the policies behind the letters of a blind campaign. The store records "
-        "who unblinded it and when; from then on reports and comparisons name the policies.",
+        "who unblinded it, when and why, every time; from then on reports and comparisons name the "
+        "policies. Before the campaign is done it needs --reason, and the cell's console stays blind.",
     )
     up.add_argument("id", help="campaign id")
     up.add_argument("--by", required=True, metavar="NAME", help="who unblinds it (recorded)")
+    up.add_argument("--reason", default="", help="why (required while the campaign still runs; recorded)")
     add_db_option(up)
     up.set_defaults(func=cmd_unblind)
 
@@ -398,11 +400,10 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_unblind(args: argparse.Namespace) -> int:
     with open_store(args) as store:
-        for letter, policy in blind.unblind(store, args.id, args.by).items():
+        for letter, policy in blind.unblind(store, args.id, args.by, args.reason).items():
             print(f"{letter} = {policy}")
-        event = blind.unblinding(store, store.campaign(args.id))
-        assert event is not None, "unblind() records the unblinding event"
-        print(event["message"])
+        for event in blind.unblindings(store, store.campaign(args.id)):
+            print(event["message"])
     return 0
 
 

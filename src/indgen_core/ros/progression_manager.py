@@ -65,7 +65,7 @@ class ProgressionManager(Node):
         self.status_pub = self.create_publisher(CampaignStatus, topics.CAMPAIGN_STATUS, LATCHED)
         # which policy server answers which policy (by the name the setups carry): the campaign's endpoints
         self.routes_pub = self.create_publisher(String, topics.POLICY_ROUTES, LATCHED)
-        self.routes_pub.publish(String(data=json.dumps(routes.routes(self.record))))
+        self.routes_pub.publish(String(data=routes.routes_message(self.record)))
         self.world = ActionClient(self, RunEpisode, topics.RUN_EPISODE, callback_group=self.group)
         self.ack_srv = serve(self, OperatorAck, topics.OPERATOR_ACK, self._on_ack, callback_group=self.group)
         self.answer_pub = self.create_publisher(OperatorAnswer, topics.OPERATOR_ANSWER, RELIABLE)

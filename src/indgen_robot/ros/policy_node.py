@@ -41,6 +41,9 @@ from indgen_robot.ros.policy_io import POLICY_IO, Tick
 
 #: how often the node looks whether the server's connection is still open (between requests)
 CONNECTION_POLL_S = 0.05
+#: the server metadata a blind campaign's status keeps: what the world's safety checks read
+#: (policy.robot_mismatch); everything else a server says of itself may name it
+BLIND_METADATA = ("robot_model",)
 #: the task a warm-up request names (never a trial)
 WARMUP_SETUP = SetupRecord.blank(trial_id="warm-up", in_distribution=True, language_instruction="warm up")
 #: requests carry the images: a short queue, so a slow recorder cannot pile them up here
@@ -66,6 +69,9 @@ class PolicyNode(Node):
         # which server serves which policy, from the progression manager (None: not heard yet,
         # and no trial is served before: its policy may be routed elsewhere)
         self.routes: dict[str, str] | None = None
+        # a blind campaign's servers stay unnamed on every topic and log line; until the routes
+        # say whether the campaign is blind, the node assumes it is
+        self._blind = True
         self._policy = ""  # the policy of the latest setup, as the setups name it
         self._trial = ""  # the trial of the latest setup: every status names it (world_watch.py)
         # one lock over which server is wanted, whether it is connected and what the status says,
@@ -116,7 +122,7 @@ class PolicyNode(Node):
             self.get_logger().error(f"{exc}; keeping the routes I had")
             return
         with self._state:
-            self.routes = parsed
+            self.routes, self._blind = parsed.routes, parsed.blind
             self._follow(self._policy)
 
     def _follow(self, policy: str) -> None:
@@ -151,7 +157,7 @@ class PolicyNode(Node):
                 self._stop.wait(delay)
                 delay = min(delay * 2, self.p.reconnect_max_s)
                 if client is self.client:
-                    self.get_logger().warning(f"{exc}; retrying", throttle_duration_sec=10.0)
+                    self.get_logger().warning(self._hide(f"{exc}; retrying"), throttle_duration_sec=10.0)
                 continue
             delay = 0.2
             try:
@@ -161,8 +167,10 @@ class PolicyNode(Node):
                     continue
                 self._skip_warmup = True  # a server that refuses a warm-up gets none after a reconnect
                 self.get_logger().warning(
-                    f"the warm-up request failed ({exc}); reconnecting without one: the first "
-                    "trial's first request may take long"
+                    self._hide(
+                        f"the warm-up request failed ({exc}); reconnecting without one: the first "
+                        "trial's first request may take long"
+                    )
                 )
                 continue
             with self._state:
@@ -171,7 +179,7 @@ class PolicyNode(Node):
                     continue
                 self._connected.set()
                 self._status(True, "connected", metadata)
-            self.get_logger().info(f"connected to {client.uri}{warmed}")
+            self.get_logger().info(f"connected to {self._server_name()}{warmed}")
 
     def _warm_up(self, client: RemotePolicy) -> str:
         """One request of the right shapes before the first real one: openpi's server compiles
@@ -197,28 +205,51 @@ class PolicyNode(Node):
             self._connected.clear()
             self._chunk = None
             self._status(False, reason)
-        self.get_logger().error(f"{reason}; commanding stopped, reconnecting")
+        self.get_logger().error(self._hide(f"{reason}; commanding stopped, reconnecting"))
 
     def _watch_connection(self) -> None:
         client = self.client
         if self._connected.is_set() and not client.alive():
-            self._lost(client, f"the policy server at {client.uri} closed the connection")
+            self._lost(client, f"{self._server_name()} closed the connection")
 
     def _heartbeat(self) -> None:
         with self._state:
             self._status(*self._last_status)
+
+    def _server_name(self) -> str:
+        """The server as a person may see it: its address, or in a blind campaign the letter's."""
+        with self._state:
+            if not self._blind:
+                return f"the policy server at {self.client.uri}"
+            return f"policy {self._policy}'s server" if self._policy else "the policy server"
+
+    def _hide(self, text: str) -> str:
+        """`text` with every server address this node knows replaced by what a person may see
+        (a blind campaign's server address names the policy on a real cell)."""
+        with self._state:
+            if not self._blind:
+                return text
+            known = {self.client.uri, self.p.server_uri, *(self.routes or {}).values()}
+            name = self._server_name()
+        for uri in sorted(known, key=len, reverse=True):
+            text = text.replace(f"the policy server at {uri}", name).replace(uri, name)
+            host = uri.split("://", 1)[-1]
+            text = text.replace(host, name)
+        return text
 
     def _status(self, connected: bool, message: str, metadata=None) -> None:
         with self._state:
             self._last_status = (connected, message, metadata)
             if connected and self.routes is None:
                 connected, message = False, f"{message}; waiting for the policy routes on {topics.POLICY_ROUTES}"
+            if self._blind:  # only what the safety checks read: the server's own words name it
+                metadata = {k: v for k, v in (metadata or {}).items() if k in BLIND_METADATA}
             self.status_pub.publish(
                 PolicyStatus(
                     connected=connected,
-                    server_uri=self.client.uri,
+                    server_uri=self._server_name() if self._blind else self.client.uri,
                     trial_id=self._trial,
-                    message=message,
+                    message=self._hide(message),
                     metadata_json=json.dumps(metadata or {}, default=str),
                 )
             )
