@@ -147,6 +147,27 @@ def test_info_rescore_and_latency(recorded):
     assert lat["overall"]["obs_to_command_ms_p99"] >= lat["overall"]["obs_to_command_ms_p50"] > 0
 
 
+def test_a_blind_campaign_not_done_shows_no_outcome_from_its_bag(recorded, tmp_path):
+    """Found by hand: `indgen bag rescore` on a running blind campaign's bag printed every
+    trial's outcome by letter while report, compare and export refused."""
+    import shutil
+    import sqlite3
+
+    db = tmp_path / "r.sqlite"
+    shutil.copy(recorded["db"], db)
+    with sqlite3.connect(db) as conn:  # the same campaign, as a blind one still running
+        (config,) = conn.execute("SELECT config_json FROM campaigns WHERE id='rec'").fetchone()
+        config = json.loads(config) | {"blind": True, "blind_labels": {"droid_twin_oracle": "A"}}
+        conn.execute("UPDATE campaigns SET config_json=?, status='running' WHERE id='rec'", (json.dumps(config),))
+    bag = str(recorded["bag"])
+    for command in ("rescore", "video"):
+        proc = indgen("bag", command, bag, "--db", str(db), expect=2)
+        assert proc.stderr.strip() == ("indgen: error: campaign rec is blind and not known to be done: its outcomes "
+                                       "stay hidden until it is done (pass --db with the results store that ran it)")
+    info = indgen("bag", "info", bag, "--db", str(db)).stdout
+    assert "hidden (blind, not done)=4" in info and "success=" not in info, info
+
+
 def test_info_rescore_latency_video_and_replay_run_where_ros_cannot_be_imported(recorded, tmp_path):
     """An analyst's laptop: `indgen bag` decodes with the bag's own definitions and checks the
     signatures with the store's key, with rclpy and indgen_msgs not importable."""

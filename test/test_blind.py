@@ -85,7 +85,8 @@ def test_rates_hidden_until_done_then_letters_until_unblinded(monkeypatch, tmp_p
     with ResultsStore(db) as store:
         run_campaign(store, "ab", _executor())
         summary = analysis.summarize(store, "ab")
-        assert [c.policy for c in summary.curves] == [letters[p] for p in store.campaign("ab").policies]
+        assert [c.policy for c in summary.curves] == ["A", "B"]  # letter order, never the file's
+        assert list(blind.shown_names(store, store.campaign("ab")).values()) == ["A", "B"]
         assert {c.a for c in summary.comparisons} <= {"A", "B"}
         # the pre-registered analysis ran as registered: alpha 0.1, paired, between the letters
         assert summary.registered and all(c.alpha == pytest.approx(0.1) and c.pairs == 10 for c in summary.registered)
@@ -209,6 +210,23 @@ def test_a_blind_ab_stops_once_decided_and_stays_blind(monkeypatch, tmp_path):
         registered = analysis.summarize(store, "ab").registered
         assert registered and registered[0].method.startswith("paired, anytime-valid") and registered[0].better
         assert registered[0].better in ("A", "B")  # letters until the unblinding
+
+
+def test_an_invalid_label_drops_its_pair_not_the_registered_analysis(monkeypatch, tmp_path):
+    """Found by hand: one trial labelled invalid voided the pre-registered paired analysis, and
+    `indgen compare` then said the policies shared no level."""
+    from indgen_core.records import Outcome
+
+    toy_setup.toy_env(monkeypatch, tmp_path)
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        _blind(store, tmp_path, levels=[0, 1], trials_per_level=6, analysis={"compare": POLICIES, "pairing": "paired"})
+        run_campaign(store, "ab", _executor())
+        first = next(r for r in store.rows("ab") if r.level == 0)
+        store.relabel("ab", first.trial_id, Outcome.INVALID, 0.0, "ada", "the scene was knocked over")
+        summary = analysis.summarize(store, "ab")
+    at_0 = next(c for c in summary.registered if c.level == 0)
+    assert (at_0.pairs, at_0.dropped) == (5, 1) and summary.registered_plan.endswith("every level")
+    assert next(c for c in summary.registered if c.level == 1).dropped == 0
 
 
 def test_stop_when_decided_needs_pairs():

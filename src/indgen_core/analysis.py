@@ -6,6 +6,7 @@ policies (comparisons.py), and the trials that were invalid or aborted."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass, field
 from typing import Any
@@ -102,7 +103,7 @@ def summarize(
     prefix = {key: (len(v), sum(v)) for key, v in outcomes.items()} if rule is not None else None
     snapshot_levels = record.axis_snapshot["levels"]
     curves = []
-    for policy in record.policies:
+    for policy in names:  # a blinded campaign's in letter order
         levels = []
         pending = skipped = aborted = 0
         for k_text, lv in sorted(snapshot_levels.items(), key=lambda kv: int(kv[0])):
@@ -150,7 +151,7 @@ def summarize(
             )
         )
     rows = store.rows(campaign_id)
-    comparisons = compare_policies(rows, record.policies, confidence, names)
+    comparisons = compare_policies(rows, list(names), confidence, names)
     invalid = [
         {"trial_id": r.trial_id, "policy": names[r.policy], "level": r.level, "reason": r.reason}
         for r in rows
@@ -266,14 +267,20 @@ class Arm:
     campaign_id: str
     policy: str
     outcomes: dict[int, dict[int, bool]]  # level -> planned seed -> success
+    #: level -> every seed planned for the policy there, scored or not
+    planned: dict[int, frozenset[int]] = field(default_factory=dict)
 
 
 def arm(rows, campaign_id: str, policy: str, label: str | None = None) -> Arm:
     outcomes: dict[int, dict[int, bool]] = {}
+    planned: dict[int, set[int]] = {}
     for r in rows:
-        if r.policy == policy and r.outcome in SCORED:
+        if r.policy != policy:
+            continue
+        planned.setdefault(r.level, set()).add(r.seed)
+        if r.outcome in SCORED:
             outcomes.setdefault(r.level, {})[r.seed] = r.outcome == "success"
-    return Arm(label or policy, campaign_id, policy, outcomes)
+    return Arm(label or policy, campaign_id, policy, outcomes, {k: frozenset(v) for k, v in planned.items()})
 
 
 def compare_arms(
@@ -297,7 +304,10 @@ def compare_arms(
             if sequential:
                 out.append(comparisons_mod.sequential_paired(a.label, b.label, k, oa, ob, confidence))
                 continue
-            same = set(oa) == set(ob)
+            # the same planned seeds are pairs even where a trial was not scored (an invalid
+            # label): that pair drops out and the rest are compared
+            same = set(oa) == set(ob) or (k in a.planned and a.planned.get(k) == b.planned.get(k))
+            dropped = len(set(oa) ^ set(ob)) if same else 0
             if pairing == PAIRED_ONLY and not same:
                 only = len(set(oa) ^ set(ob))
                 raise IndGenError(
@@ -305,7 +315,8 @@ def compare_arms(
                     "without a partner), so their trials are not pairs; compare them without --paired"
                 )
             if same and pairing != UNPAIRED_ONLY:
-                out.append(comparisons_mod.paired(a.label, b.label, k, oa, ob, confidence))
+                compared = comparisons_mod.paired(a.label, b.label, k, oa, ob, confidence)
+                out.append(dataclasses.replace(compared, dropped=dropped))
             else:
                 out.append(
                     comparisons_mod.unpaired(

@@ -48,6 +48,7 @@ def identity_words(policies: Sequence[str], endpoints: Mapping[str, str] | None 
     host name (split at anything not a letter or digit, lower case), and the whole host:port.
     A part every policy's name shares ("droid_twin_oracle" against "droid_twin_bc") tells no
     policy from another and is left out."""
+
     def parts(text: str) -> set[str]:
         return {w for w in re.split(r"[^a-z0-9]+", text.lower()) if len(w) >= MIN_WORD}
 
@@ -85,9 +86,11 @@ def blinded(store: ResultsStore, record: CampaignRecord) -> bool:
 
 
 def shown_names(store: ResultsStore, record: CampaignRecord) -> dict[str, str]:
-    """policy -> the name a person may see now: its letter while blinded, else itself."""
+    """policy -> the name a person may see now: its letter while blinded, else itself; while
+    blinded in letter order (the campaign file's order would say which letter is which)."""
     names = labels(record) if blinded(store, record) else {}
-    return {p: names.get(p, p) for p in record.policies}
+    shown = {p: names.get(p, p) for p in record.policies}
+    return dict(sorted(shown.items(), key=lambda kv: kv[1])) if names else shown
 
 
 def rates_hidden(store: ResultsStore, record: CampaignRecord) -> bool:

@@ -50,6 +50,8 @@ class Comparison:
     a_only: int = 0
     b_only: int = 0
     alpha: float = 0.05
+    #: paired: planned pairs left out because one side was not scored (an invalid label)
+    dropped: int = 0
 
     @property
     def better(self) -> str | None:

@@ -114,7 +114,7 @@ def success_curves(summaries: Sequence[CampaignSummary], path: Path, title: str 
 
 
 def difference_plot(comparisons, path: Path, axis: str) -> Path:
-    """`indgen compare`: per level, each pair's success difference (A - B) with its 95%
+    """`indgen compare`: per level, each pair's success difference (policy 1 - policy 2) with its 95%
     interval; a filled marker where Holm's adjustment shows one better."""
     with _figure() as (fig, ax, plt):
         pairs = list(dict.fromkeys((c.a, c.b) for c in comparisons))

@@ -88,7 +88,7 @@ def campaign_table(recording: Recording) -> list[dict]:
                 "campaign": campaign,
                 "world": head.world,
                 "axis": head.axis,
-                "policy": head.policy,
+                "policy": ",".join(sorted({a.policy for a in attempts})),
                 "levels": sorted({a.level for a in attempts}),
                 "trials": len({a.trial_id for a in attempts}),
                 "attempts": len(attempts),

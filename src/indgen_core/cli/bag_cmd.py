@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         c.set_defaults(func=func)
         return c
 
-    command("info", "topics, types, counts and rates, and the campaigns and trials inside", _info)
+    command("info", "topics, types, counts and rates, and the campaigns and trials inside", _info, db=True)
     command(
         "rescore",
         "judge every simulated trial again from its recorded final state and compare it with "
@@ -98,6 +98,41 @@ def _recording(args, keys=None):
     return recording
 
 
+def _hidden(args, recording) -> list[str]:
+    """The campaigns of the recording whose outcomes a person may not see yet: blind (its trials
+    name policies by letter, or the results store says so) and not known to be done. A bag
+    read without the store that ran it is not known to be done: on doubt, hidden."""
+    from indgen_core import blind
+    from indgen_core.cli.common import open_store
+    from indgen_core.errors import IndGenError
+
+    lettered = {a.campaign_id for a in recording.attempts if len(a.policy) == 1 and a.policy.isupper()}
+    out = []
+    with open_store(args) as store:
+        for campaign in recording.campaigns():
+            try:
+                record = store.campaign(campaign)
+            except IndGenError:
+                record = None
+            if record is None:
+                if campaign in lettered:
+                    out.append(campaign)
+            elif blind.rates_hidden(store, record):
+                out.append(campaign)
+    return out
+
+
+def _refuse_hidden(args, recording) -> None:
+    from indgen_core.errors import IndGenError
+
+    hidden = _hidden(args, recording)
+    if hidden:
+        raise IndGenError(
+            f"campaign {hidden[0]} is blind and not known to be done: its outcomes stay hidden until it is done "
+            "(pass --db with the results store that ran it)"
+        )
+
+
 def _table(rows: list[list], header: list[str]) -> None:
     cells = [header] + [
         ["-" if v is None else v if isinstance(v, str) else f"{v:.1f}" if isinstance(v, float) else str(v) for v in row]
@@ -118,6 +153,10 @@ def _info(args) -> int:
     rows, span = info.topic_table(readers)
     recording = _recording(args)
     campaigns = info.campaign_table(recording)
+    hidden = set(_hidden(args, recording))
+    for c in campaigns:
+        if c["campaign"] in hidden:
+            c["outcomes"] = {"hidden (blind, not done)": c["trials"]}
     files = [str(p) for r in readers for p in r.files]
     print(
         f"bag: {', '.join(map(str, args.bags))}  ({len(files)} file{'s' * (len(files) != 1)}, "
@@ -155,6 +194,7 @@ def _rescore(args) -> int:
         recording = _recording(args, keys=store.campaign_key)
     finally:
         store.close()
+    _refuse_hidden(args, recording)
     rows = rescore.rescore(recording)
     _table(
         [
@@ -285,6 +325,7 @@ def _video(args) -> int:
     from indgen_core.cli.common import open_store
 
     recording = _recording(args)
+    _refuse_hidden(args, recording)  # its frames carry the outcome
     attempts = video.pick_attempts(recording, args.trial, args.all)
     if not attempts:
         print("no finished trial in the bag")

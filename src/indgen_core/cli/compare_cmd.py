@@ -71,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
                 store.rows(record.id), record, blind.shown_names(store, record)
             )
             print(f"pre-registered analysis: {plan}")
+            if not comparisons:
+                raise IndGenError(f"the pre-registered analysis ({plan}) gave no comparison")
         else:
             arms = analysis.arms_of(store, ids, analysis.shown_labels(store, ids))
             comparisons = analysis.compare_arms(arms, pairing=args.pairing, sequential=sequential)
@@ -82,8 +84,10 @@ def run(args: argparse.Namespace) -> int:
         title=f"policy differences along '{axis}' ({conf} intervals; p adjusted by Holm over "
         f"{len(comparisons)} comparisons)"
     )
-    for col in ("k", "A", "B", "A rate", "B rate", "A - B", f"{conf} interval", "method", "p", "Holm p", "better"):
-        table.add_column(col, justify="left" if col in ("A", "B", "method") else "right")
+    # numbered, not lettered: a blind campaign's policies are letters themselves
+    columns = ("k", "policy 1", "policy 2", "rate 1", "rate 2", "1 - 2", f"{conf} interval", "method", "p", "Holm p")
+    for col in (*columns, "better"):
+        table.add_column(col, justify="left" if col in ("policy 1", "policy 2", "method") else "right")
     for c in comparisons:
         table.add_row(
             str(c.level),
@@ -95,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
             f"[{c.interval[0]:+.0%}, {c.interval[1]:+.0%}]",
             (
                 f"{'anytime-valid' if c.method == comparisons_mod.SEQUENTIAL else 'paired'}, {c.pairs} pairs "
-                f"({c.a_only} A only, {c.b_only} B only)"
+                f"({c.a_only} only {c.a}, {c.b_only} only {c.b})"
+                + (f", {c.dropped} dropped (a side not scored)" if c.dropped else "")
                 if c.pairs
                 else "unpaired"
             ),

@@ -183,12 +183,16 @@ def comparison_markdown(comparisons, title: str = "") -> list[str]:
     head = [] if title else ["### Policy comparisons (p adjusted by Holm over every level and pair)", ""]
     lines = [
         *head,
-        f"| k | A | B | method | pairs (A only, B only) or trials | A - B | {conf} CI | p | Holm p | better |",
+        f"| k | policy 1 | policy 2 | method | pairs (only 1, only 2) or trials | 1 - 2 | {conf} CI | p | Holm p | "
+        "better |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in comparisons:
+        dropped = f", {c.dropped} dropped (a side not scored)" if c.dropped else ""
         method, pairs = (
-            ("paired", f"{c.pairs} ({c.a_only}, {c.b_only})") if c.pairs else ("unpaired", f"{c.n_a} / {c.n_b} trials")
+            ("paired", f"{c.pairs} ({c.a_only}, {c.b_only}){dropped}")
+            if c.pairs
+            else ("unpaired", f"{c.n_a} / {c.n_b} trials")
         )
         lines.append(
             f"| {c.level} | {c.a} | {c.b} | {method} | {pairs} | {c.difference:+.0%} | "

@@ -121,6 +121,7 @@ def comparison_rows(comparisons) -> list[dict[str, Any]]:
             "pairs": c.pairs,
             "a_only": c.a_only,
             "b_only": c.b_only,
+            "dropped": c.dropped,
         }
         for c in comparisons
     ]
