@@ -278,7 +278,10 @@ def test_standin_topics_behave_like_the_real_stack_and_a_camera_frozen(ros_conte
         for topic, received in rates.items():
             rate = (status["published"][topic] - before["published"][topic]) / (status["time"] - before["time"])
             print(f"{topic}: {rate:.0f} Hz published, {len(received)} received here")  # pytest -s
-            assert rate > 900, (topic, rate)  # franka's 1 kHz
+            # franka's 1 kHz, not a broadcaster's 100 Hz: the stand-in's thread loses ticks on a
+            # loaded 2-core machine (885 Hz seen in CI), so the bound here tells the two apart;
+            # bench/fr3_loop_bench.py --robot-state-hz 1000 is where the loop's rate is measured
+            assert rate > 500, (topic, rate)
             assert received
         state = robot_state.take()
         assert state.robot_mode in (1, 2) and list(state.measured_joint_state.name) == JOINTS
