@@ -172,6 +172,15 @@ def test_a_blind_campaign_id_naming_a_policy_is_refused(monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("text", [
+    '{"serial": 1}', '{"serial": "1", "blind": true}', '{"serial": true, "blind": true}', '{"serial": 1, "blind": 1}',
+    "[1, true]", "{", '{"serial": 1, "blind": true, "x": 0}'])
+def test_garbled_routes_notices_are_refused_whole(text):
+    with pytest.raises(ValueError):
+        routes.parse_notice(text)
+    assert routes.parse_notice('{"serial": 7, "blind": true}') == routes.RoutesNotice(7, True)
+
+
+@pytest.mark.parametrize("text", [
     '{"routes": {"A": "http://x:1"}, "blind": true}', '{"routes": {"A": "ws://:80"}, "blind": true}',
     '["ws://x:1"]', "{", '{"routes": {"A": 3}, "blind": false}', '{"routes": {"A": "ws://[::1"}, "blind": true}',
     '{"routes": {"A": "ws://host"}, "blind": true}', '{"A": "ws://10.0.0.2:8000"}',

@@ -68,15 +68,15 @@ def unwrapped(screen: str) -> str:
     return " ".join(screen.split())
 
 
-def launch_cell(tmp_path, db, campaign, campaign_id: str, port: int):
+def launch_cell(tmp_path, db, campaign, campaign_id: str, port: int, *extra: str):
     """The real-robot graph against the stand-in (built-in FR3, small camera rate), as a person
-    would launch it, with its own policy server on `port`."""
+    would launch it, with its own policy server on `port` (unless `start_policy_server:=false`)."""
     env = dict(os.environ, INDGEN_ARTIFACTS=str(tmp_path / "art"))
     env.pop("MENAGERIE_ROOT", None)
     return graphs.launch("stack_axis", "sim:=false", "robot:=mock", "builtin_fr3:=true", "camera_hz:=2",
                          "bag_exclude:=/zed", f"port:={port}", f"server_uri:=ws://127.0.0.1:{port}", f"db:={db}",
                          f"report_dir:={tmp_path / 'reports'}", f"campaign:={campaign}",
-                         f"campaign_id:={campaign_id}", env=env)
+                         f"campaign_id:={campaign_id}", *extra, env=env)
 
 
 def console_environment(domain: int) -> dict:
@@ -290,23 +290,41 @@ def test_a_person_runs_a_two_level_campaign_with_the_console(tmp_path, ros_conte
 
 
 def test_a_blind_ab_campaign_never_shows_a_policy_name(tmp_path, ros_context, ros_isolation):
-    """Two policies, the second routed to its own server (the policy node switches between
+    """Two policies, each on its own server away from the cell (the policy node switches between
     them per trial): the person sees letters only, no running rate, and the trials of each
-    letter reach that letter's server."""
+    letter reach that letter's server. Nothing a person at the cell can read names a policy
+    before the unblinding: no console screen, no line of the launch terminal, no message of any
+    recorded topic carries a policy's name, what its server says of itself, or a server's
+    address (the store keeps the names)."""
     import re
     import threading
 
+    from indgen_core.bags.reader import BagReader
+    from indgen_core.wire.client import RemotePolicy
+
     db = tmp_path / "r.sqlite"
     names = ("droid_twin_oracle", "oracle_b")
-    port, port_b = servers.free_port(), servers.free_port()
+    port, port_a, port_b = servers.free_port(), servers.free_port(), servers.free_port()
     requests_b = tmp_path / "b_requests.jsonl"
+    server_a = servers.start_server("droid_twin_oracle", port_a)
     server_b = servers.start_server("droid_twin_oracle", port_b, "--record-requests", str(requests_b))
+    said = []  # what each server says of itself
+    for p in (port_a, port_b):
+        client = RemotePolicy(f"ws://127.0.0.1:{p}")
+        said.append({k: str(v) for k, v in client.connect(timeout=30).items()})
+        client.close()
+    # what identifies a server: the name it gives itself and whatever tells the two apart (what
+    # both say alike, such as the spec "droid" the graph is launched with, names neither)
+    identifying = {m["policy"] for m in said if "policy" in m}
+    identifying |= {v for k in said[0].keys() | said[1].keys() if said[0].get(k) != said[1].get(k)
+                    for v in (said[0].get(k), said[1].get(k)) if v}
     campaign = tmp_path / "c.yaml"
     campaign.write_text(yaml.safe_dump({"name": "lab_session", "axis": "stack", "world": "fr3", "policies": list(names),
                                         "levels": [0], "trials_per_level": 1, "seed": 5, "order": "sequential",
                                         "purpose": "certify", "max_steps": 45, "blind": True,
-                                        "endpoints": {"oracle_b": f"ws://127.0.0.1:{port_b}"}}))
-    proc = launch_cell(tmp_path, db, campaign, "lab", port)
+                                        "endpoints": {"droid_twin_oracle": f"ws://127.0.0.1:{port_a}",
+                                                      "oracle_b": f"ws://127.0.0.1:{port_b}"}}))
+    proc = launch_cell(tmp_path, db, campaign, "lab", port, "start_policy_server:=false")
     term = Terminal(f"indgen-blind-{os.getpid()}", f"{sys.executable} -m indgen_core.cli console --operator ada",
                     console_environment(ros_isolation), proc)
     screens: set[str] = set()
@@ -343,11 +361,23 @@ def test_a_blind_ab_campaign_never_shows_a_policy_name(tmp_path, ros_context, ro
         sampler.join(timeout=5)
         term.close()
         node.destroy_node()
+        servers.stop(server_a)
         servers.stop(server_b)
         if proc.poll() is None:
             proc.kill()
     assert "campaign lab done" in out
     assert sorted(t.split("/")[0] for t in seen_trials) == ["A", "B"]
+    secrets = {*names, "oracle", *identifying, f"127.0.0.1:{port_a}", f"127.0.0.1:{port_b}"}
+    leaked = [(s, line) for line in out.splitlines() for s in secrets if s in line]
+    assert not leaked, f"the launch terminal shows {leaked[0][0]!r}: {leaked[0][1]}"
+    bags = [p for p in (tmp_path / "art" / "bags").iterdir() if p.is_dir()]
+    recorded = 0
+    for bag in bags:
+        for record in BagReader(bag).records():
+            recorded += 1
+            found = [s for s in secrets if s.encode() in record.data]
+            assert not found, f"{record.topic} ({record.msgtype}) carries {found[0]!r}"
+    assert recorded > 100, recorded
     # a state gone stale on a starved machine may cost an attempt; a switch of policy servers
     # never does (it once aborted the first trial as "policy lost": test_policy_status.py)
     assert not [r for _, r in person.system_reruns if "policy" in r], person.system_reruns
@@ -377,16 +407,17 @@ def test_a_blind_ab_stops_early_once_decided_and_no_screen_names_a_policy(tmp_pa
 
     db = tmp_path / "r.sqlite"
     names = ("droid_twin_oracle", "oracle_b")
-    port, port_b = servers.free_port(), servers.free_port()
+    port, port_a, port_b = servers.free_port(), servers.free_port(), servers.free_port()
+    server_a = servers.start_server("droid_twin_oracle", port_a)  # away from the cell: graph.py refuses its own
     server_b = servers.start_server("droid_twin_oracle", port_b)
     campaign = tmp_path / "c.yaml"
     planned = 2 * 12
     campaign.write_text(yaml.safe_dump({
         "name": "lab_session", "axis": "stack", "world": "fr3", "policies": list(names), "levels": [0],
         "trials_per_level": planned // 2, "seed": 5, "order": "sequential", "purpose": "certify", "max_steps": 30,
-        "blind": True, "endpoints": {"oracle_b": f"ws://127.0.0.1:{port_b}"},
+        "blind": True, "endpoints": {"droid_twin_oracle": f"ws://127.0.0.1:{port_a}", "oracle_b": f"ws://127.0.0.1:{port_b}"},
         "analysis": {"compare": list(names), "alpha": 0.2, "pairing": "paired", "stop_when_decided": True}}))
-    proc = launch_cell(tmp_path, db, campaign, "early", port)
+    proc = launch_cell(tmp_path, db, campaign, "early", port, "start_policy_server:=false")
     term = Terminal(f"indgen-early-{os.getpid()}", f"{sys.executable} -m indgen_core.cli console --operator ada",
                     console_environment(ros_isolation), proc)
     screens: set[str] = set()
@@ -420,6 +451,7 @@ def test_a_blind_ab_stops_early_once_decided_and_no_screen_names_a_policy(tmp_pa
         sampler.join(timeout=5)
         term.close()
         node.destroy_node()
+        servers.stop(server_a)
         servers.stop(server_b)
         if proc.poll() is None:
             proc.kill()

@@ -23,7 +23,7 @@ import numpy as np
 import procs
 import pytest
 from procs import LoggedProcess
-from ros_helpers import spin_until, spinning
+from ros_helpers import serve_routes, spin_until, spinning
 
 from indgen_core import graph, messages, topics
 from indgen_core.robot_config import load_robot_config
@@ -555,10 +555,9 @@ def test_frozen_camera_no_command_from_a_stale_frame(tmp_path, ros_context):
             tick(step)
             spin_until(node, lambda: False, PERIOD)
 
-    routes = node.create_publisher(String, topics.POLICY_ROUTES, LATCHED)
+    announce = serve_routes(node, {}, blind=False)
     try:
-        # as the progression manager does: no policy routed elsewhere, not blind
-        routes.publish(String(data='{"routes": {}, "blind": false}'))
+        announce()  # as the progression manager does: no policy routed elsewhere, not blind
         setup_pub.publish(setup_to_msg(setup, node.get_clock().now().to_msg()))
         assert spin_until(node, lambda: ticks.get_subscription_count() > 0, 60), policy.output()
         wait_until(lambda: run(1) or commands, 60, poll=0)  # ticks until the policy node answers one

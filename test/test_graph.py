@@ -10,6 +10,7 @@ import sys
 import types
 
 import pytest
+import yaml
 
 from indgen_core import graph, launcher
 from indgen_core.configfile import ConfigError
@@ -447,3 +448,24 @@ def test_robot_real_has_its_own_defaults_and_refuses_the_oracle_and_no_cameras(p
         p.resolve({"sim": False, "robot": "real", "start_policy_server": True})
     mock = p.values({"sim": False, "robot": "mock"})
     assert mock["campaign"].endswith("_oracle.yaml") and mock["start_policy_server"] is True
+
+
+@pytest.mark.parametrize("profile", ["stack_axis", "blockenv_axis"])
+def test_a_blind_campaign_is_refused_a_policy_server_in_the_launch(profile, tmp_path):
+    """The graph's own policy server prints its policy's name in the launch terminal and on its
+    command line: a blind campaign's servers run away from the cell, so a launch that would start
+    one for a blind campaign file is refused in one sentence; with start_policy_server:=false it
+    resolves, and an unblinded campaign keeps its local server."""
+    from indgen_core.errors import IndGenError
+
+    campaign = tmp_path / "blind.yaml"
+    body = {"name": "lab_session", "axis": "stack", "world": "blockenv", "policies": ["oracle", "random"],
+            "trials_per_level": 2, "seed": 1, "blind": True}
+    campaign.write_text(yaml.safe_dump(body))
+    p = graph.load_profile(profile)
+    with pytest.raises(IndGenError, match=r"^a blind campaign's policies are served away from the cell"):
+        p.resolve({"campaign": str(campaign)})
+    names = [n.name for n in p.resolve({"campaign": str(campaign), "start_policy_server": False})]
+    assert "policy_server" not in names and "progression_manager" in names
+    campaign.write_text(yaml.safe_dump({**body, "blind": False}))
+    assert "policy_server" in [n.name for n in p.resolve({"campaign": str(campaign)})]

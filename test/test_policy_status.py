@@ -13,7 +13,7 @@ import time
 import pytest
 import servers
 from procs import LoggedProcess, stop
-from ros_helpers import spinning
+from ros_helpers import serve_routes, spinning
 
 from indgen_core import graph, topics
 from indgen_core.waiting import wait_until
@@ -71,7 +71,6 @@ def test_the_policy_node_switches_servers_per_trial_and_names_the_trial_in_every
     switch is announced for the new trial before its server is up; a new attempt of a trial on
     the same server needs no switch; and each server gets its warm-up."""
     import rclpy
-    from std_msgs.msg import String
 
     from indgen_core.records import TaskSetup
     from indgen_core.ros.base import LATCHED
@@ -88,7 +87,7 @@ def test_the_policy_node_switches_servers_per_trial_and_names_the_trial_in_every
     node = rclpy.create_node("manager_stand_in", context=ros_context)
     statuses: list = []
     node.create_subscription(PolicyStatus, topics.POLICY_STATUS, statuses.append, LATCHED)
-    routes_pub = node.create_publisher(String, topics.POLICY_ROUTES, LATCHED)
+    announce = serve_routes(node, {}, blind=False)
     setups = node.create_publisher(TaskSetupMsg, topics.TASK_SETUP, LATCHED)
 
     def take(trial: str, policy: str) -> int:
@@ -109,7 +108,7 @@ def test_the_policy_node_switches_servers_per_trial_and_names_the_trial_in_every
             mark = take("t1", "pb")
             assert wait_until(lambda: any(s.trial_id == "t1" and "waiting for the policy routes" in s.message
                                           for s in statuses[mark:]), 30), [s.message for s in statuses]
-            routes_pub.publish(String(data=json.dumps({"routes": {"pb": uris["b"]}, "blind": False})))
+            announce({"pb": uris["b"]})
             assert wait_until(lambda: connected_for("t1", mark), 60), procs[-1].output()[-2000:]
             assert all(s.server_uri == uris["b"] for s in statuses[mark:] if s.connected)
             mark = take("t2", "pa")  # the default server: a switch, announced for t2 before A is up
@@ -126,7 +125,7 @@ def test_the_policy_node_switches_servers_per_trial_and_names_the_trial_in_every
             assert all(s.server_uri == uris["b"] for s in statuses[mark:] if s.connected and s.trial_id == "t3")
             assert any('"policy": "droid_twin_oracle"' in s.metadata_json for s in statuses[:mark])  # it says so
             # a blind campaign: letters route, and no status names a server or says its metadata
-            routes_pub.publish(String(data=json.dumps({"routes": {"A": uris["a"], "B": uris["b"]}, "blind": True})))
+            announce({"A": uris["a"], "B": uris["b"]}, blind=True)
             mark = take("t4", "B")
             assert wait_until(lambda: connected_for("t4", mark), 60), procs[-1].output()[-2000:]
             stop(procs[1])  # B's server goes away mid-run: the loss names the letter's server only

@@ -43,9 +43,7 @@ def plan_or_resume(store: ResultsStore, p: CampaignParameters, log):
         return store.campaign(cid)
     if not p.campaign:
         raise IndGenError("set the 'campaign' parameter to a campaign YAML (or 'campaign_id' to one in the store)")
-    path = Path(p.campaign)
-    if not path.is_file() and (paths.config_dir() / path).is_file():
-        path = paths.config_dir() / path  # a profile default such as campaigns/blockenv_oracle.yaml
+    path = campaign_path(p.campaign)
     config = override(load_campaign_config(path), p)
     record = plan_campaign(
         store,
@@ -57,6 +55,26 @@ def plan_or_resume(store: ResultsStore, p: CampaignParameters, log):
     )
     log.info(f"planned campaign {record.id}: {len(store.planned_trials(record.id))} trials in {store.path}")
     return record
+
+
+def campaign_path(text: str) -> Path:
+    """A campaign file as the `campaign` parameter names it: a path, else one under config/ (a
+    profile default such as campaigns/blockenv_oracle.yaml)."""
+    path = Path(text)
+    if not path.is_file() and (paths.config_dir() / path).is_file():
+        return paths.config_dir() / path
+    return path
+
+
+def names_a_blind_campaign(text: str) -> bool:
+    """Whether the campaign file `text` plans a blind campaign. A file that does not load says
+    no here: the progression manager refuses it with its own sentence."""
+    if not text:
+        return False
+    try:
+        return bool(load_campaign_config(campaign_path(text)).blind)
+    except (IndGenError, OSError, ValueError):
+        return False
 
 
 def override(config, p: CampaignParameters):

@@ -241,7 +241,25 @@ class Profile:
                     args=tuple(args),
                 )
             )
+        _refuse_a_local_server_for_a_blind_campaign(values, nodes)
         return nodes
+
+
+def _refuse_a_local_server_for_a_blind_campaign(values: dict[str, Any], nodes: list[NodeSpec]) -> None:
+    """A policy server the graph starts prints its policy's name in the launch terminal and on
+    its command line (`ps`): in a blind campaign that is the mapping on a screen at the cell. Its
+    servers run elsewhere (docs/statistics.md, blind campaigns). The campaign is known here by
+    its file; one resumed by `campaign_id` alone is not checked."""
+    if not any(n.args[:1] == ("serve-policy",) for n in nodes):
+        return
+    from indgen_core.campaign_source import names_a_blind_campaign
+
+    if names_a_blind_campaign(str(values.get("campaign", ""))):
+        raise IndGenError(
+            "a blind campaign's policies are served away from the cell (a local policy server names its "
+            "policy in this terminal and on its command line): start them elsewhere, give each its address "
+            "in the campaign's endpoints, and launch with start_policy_server:=false"
+        )
 
 
 def _substitute(value: Any, values: dict[str, Any]) -> Any:

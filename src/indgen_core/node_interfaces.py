@@ -96,7 +96,12 @@ PROGRESSION_MANAGER_ENDPOINTS = (
     publishes(
         topics.POLICY_ROUTES,
         "std_msgs/msg/String",
-        "JSON: the policy server of each policy the campaign routes elsewhere",
+        "JSON: routes to fetch (a serial) and whether the campaign is blind; no address (latched)",
+    ),
+    serves(
+        topics.GET_POLICY_ROUTES,
+        "std_srvs/srv/Trigger",
+        "JSON in the message: the policy server of each policy the campaign routes elsewhere",
     ),
     subscribes(
         topics.RECORDER_STATUS, "std_msgs/msg/String", "the recorder's status: a trial starts once it is steady"

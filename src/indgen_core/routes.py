@@ -2,11 +2,14 @@
 
 The in-process executor makes each policy by name (a campaign's `endpoints` or a registered
 local policy); a node graph has one policy node, which talks to the profile's `server_uri`
-unless the progression manager routes a policy elsewhere. The routes go out latched on
-/indgen/policy_routes as {"routes": {name: uri}, "blind": bool}, keyed by the name the trial
-setups carry (a blind campaign's letter, so the policy node never needs the mapping). `blind`
-tells the policy node to keep the servers' addresses and metadata off every topic and log a
-person can read (policy_node.py)."""
+unless the progression manager routes a policy elsewhere. The routes, {"routes": {name: uri},
+"blind": bool} keyed by the name the trial setups carry (a blind campaign's letter, so the
+policy node never needs the mapping), are the answer of a service (/indgen/get_policy_routes,
+std_srvs/Trigger), not a topic: a server's address names the policy on a real cell, and what is
+published is in every bag and `ros2 topic echo`. The latched topic /indgen/policy_routes says
+only that routes are there to fetch: {"serial": n, "blind": bool}, a new serial when they
+change (a restarted progression manager). `blind` tells the policy node to keep the servers'
+addresses and metadata off every topic and log a person can read (policy_node.py)."""
 
 from __future__ import annotations
 
@@ -33,8 +36,38 @@ def routes(record: CampaignRecord) -> dict[str, str]:
 
 
 def routes_message(record: CampaignRecord) -> str:
-    """The latched message of /indgen/policy_routes for this campaign."""
+    """The answer of /indgen/get_policy_routes for this campaign."""
     return json.dumps({"routes": routes(record), "blind": bool(blind.labels(record))})
+
+
+@dataclass(frozen=True)
+class RoutesNotice:
+    """What /indgen/policy_routes says: routes are there to fetch (serial), and whether the
+    campaign is blind."""
+
+    serial: int
+    blind: bool
+
+
+def notice_message(record: CampaignRecord, serial: int) -> str:
+    return json.dumps({"serial": serial, "blind": bool(blind.labels(record))})
+
+
+def parse_notice(text: str) -> RoutesNotice:
+    """The notice as the policy node reads it; anything else is refused whole (a ValueError)."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        raise ValueError("the policy routes notice is not JSON") from None
+    if (
+        not isinstance(data, dict)
+        or set(data) != {"serial", "blind"}
+        or not isinstance(data["blind"], bool)
+        or not isinstance(data["serial"], int)
+        or isinstance(data["serial"], bool)
+    ):
+        raise ValueError('the policy routes notice must be a JSON object {"serial": N, "blind": true or false}')
+    return RoutesNotice(data["serial"], data["blind"])
 
 
 def parse_routes(text: str) -> PolicyRoutes:

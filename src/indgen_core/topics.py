@@ -12,7 +12,8 @@ EPISODE_RESULT = "/indgen/episode_result"
 LEVEL_SCORE = "/indgen/level_score"
 CAMPAIGN_STATUS = "/indgen/campaign_status"
 POLICY_STATUS = "/indgen/policy_status"
-POLICY_ROUTES = "/indgen/policy_routes"  # latched JSON: the policy server of each policy (as setups name it)
+POLICY_ROUTES = "/indgen/policy_routes"  # latched JSON notice: routes to fetch (serial), blind or not
+GET_POLICY_ROUTES = "/indgen/get_policy_routes"  # Trigger: the policy server of each policy (routes.py)
 RUN_EPISODE = "/indgen/run_episode"
 CLOCK = "/clock"
 # What a bag needs to judge, time and replay a campaign again (indgen bag)

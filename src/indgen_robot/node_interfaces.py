@@ -21,7 +21,7 @@ class PolicyNodeParameters:
     server_uri: str = param(
         "ws://127.0.0.1:8000",
         "ws://host:port of the policy server (of every policy the campaign's `endpoints` do not route elsewhere: "
-        "the progression manager publishes the routes on /indgen/policy_routes, and the node switches server when "
+        "the progression manager answers the routes on /indgen/get_policy_routes, and the node switches server when "
         "a trial's policy is served by another, before that trial's first tick)",
     )
     api_key_file: str = param(
@@ -72,7 +72,8 @@ class PolicyNodeParameters:
 
 POLICY_NODE_ENDPOINTS = (
     subscribes(topics.TASK_SETUP, "indgen_msgs/msg/TaskSetup", "the trial: its policy, instruction and stamp"),
-    subscribes(topics.POLICY_ROUTES, "std_msgs/msg/String", "which policy server serves which policy"),
+    subscribes(topics.POLICY_ROUTES, "std_msgs/msg/String", "that routes are there to fetch, and blind or not"),
+    calls(topics.GET_POLICY_ROUTES, "std_srvs/srv/Trigger", "which policy server serves which policy"),
     publishes(topics.POLICY_STATUS, "indgen_msgs/msg/PolicyStatus", "connected or lost, and a heartbeat (latched)"),
     publishes(
         topics.POLICY_EXCHANGE,

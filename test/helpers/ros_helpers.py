@@ -97,3 +97,34 @@ def call_with_retry(node, make_future, timeout: float = 10.0, attempt_timeout: f
         return bool(done)
 
     return done[0] if wait_until(answered, timeout, poll=0) else None
+
+
+def serve_routes(node, routes: dict, blind: bool = False):
+    """The progression manager's side of the policy routes (routes.py): the service that answers
+    them and the latched notice that says there are routes to fetch. Returns publish(routes=None,
+    blind=None), which announces the (changed) routes with a new serial."""
+    import json
+
+    from std_msgs.msg import String
+    from std_srvs.srv import Trigger
+
+    from indgen_core import topics
+    from indgen_core.ros.base import LATCHED
+
+    state = {"routes": dict(routes), "blind": blind}
+
+    def answer(_request, response):
+        response.success, response.message = True, json.dumps(state)
+        return response
+
+    node.create_service(Trigger, topics.GET_POLICY_ROUTES, answer)
+    notice = node.create_publisher(String, topics.POLICY_ROUTES, LATCHED)
+
+    def publish(routes: dict | None = None, blind: bool | None = None) -> None:
+        if routes is not None:
+            state["routes"] = dict(routes)
+        if blind is not None:
+            state["blind"] = blind
+        notice.publish(String(data=json.dumps({"serial": time.time_ns(), "blind": state["blind"]})))
+
+    return publish

@@ -26,6 +26,7 @@ import time
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from std_msgs.msg import Header, String
+from std_srvs.srv import Trigger
 
 from indgen_core import blind, messages, operator, routes, topics
 from indgen_core.campaign_source import plan_or_resume
@@ -63,9 +64,11 @@ class ProgressionManager(Node):
         self.prompt_pub = self.create_publisher(OperatorPrompt, topics.OPERATOR_PROMPT, LATCHED)
         self.result_pub = self.create_publisher(EpisodeResult, topics.EPISODE_RESULT, RELIABLE)
         self.status_pub = self.create_publisher(CampaignStatus, topics.CAMPAIGN_STATUS, LATCHED)
-        # which policy server answers which policy (by the name the setups carry): the campaign's endpoints
+        # which policy server answers which policy (by the name the setups carry): the campaign's
+        # endpoints, answered on request; the topic says only that there are routes to fetch
+        self.routes_srv = serve(self, Trigger, topics.GET_POLICY_ROUTES, self._on_get_routes)
         self.routes_pub = self.create_publisher(String, topics.POLICY_ROUTES, LATCHED)
-        self.routes_pub.publish(String(data=routes.routes_message(self.record)))
+        self.routes_pub.publish(String(data=routes.notice_message(self.record, time.time_ns())))
         self.world = ActionClient(self, RunEpisode, topics.RUN_EPISODE, callback_group=self.group)
         self.ack_srv = serve(self, OperatorAck, topics.OPERATOR_ACK, self._on_ack, callback_group=self.group)
         self.answer_pub = self.create_publisher(OperatorAnswer, topics.OPERATOR_ANSWER, RELIABLE)
@@ -284,6 +287,10 @@ class ProgressionManager(Node):
             )
             response.campaign_id = self.record.id
             response.prompt = self._open_prompt if self.flow.desk.prompt is not None else OperatorPrompt()
+        return response
+
+    def _on_get_routes(self, _request, response):
+        response.success, response.message = True, routes.routes_message(self.record)
         return response
 
     def _on_ack(self, request, response):

@@ -25,6 +25,7 @@ import time
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
+from std_srvs.srv import Trigger
 
 from indgen_core import messages, registry, routes, topics
 from indgen_core.episode import PolicyUnavailable
@@ -41,6 +42,9 @@ from indgen_robot.ros.policy_io import POLICY_IO, Tick
 
 #: how often the node looks whether the server's connection is still open (between requests)
 CONNECTION_POLL_S = 0.05
+#: how often the node asks again for routes it was told of and has not got
+ROUTES_RETRY_S = 0.5
+ROUTES_ANSWER_S = 5.0
 #: the server metadata a blind campaign's status keeps: what the world's safety checks read
 #: (policy.robot_mismatch); everything else a server says of itself may name it
 BLIND_METADATA = ("robot_model",)
@@ -85,7 +89,13 @@ class PolicyNode(Node):
             else None
         )
         subscribe(self, TaskSetup, topics.TASK_SETUP, self._on_setup, LATCHED)
-        subscribe(self, String, topics.POLICY_ROUTES, self._on_routes, LATCHED)
+        subscribe(self, String, topics.POLICY_ROUTES, self._on_notice, LATCHED)
+        self._routes_client = self.create_client(Trigger, topics.GET_POLICY_ROUTES)
+        self._routes_wanted: int | None = None  # the serial of the routes to fetch (None: have them)
+        self._routes_serial: int | None = None
+        self._routes_pending = False
+        self._routes_asked_at = 0.0
+        self.create_timer(ROUTES_RETRY_S, self._fetch_routes)
         self.setups: dict[str, object] = {}
         self._attempts: dict[str, tuple[int, int]] = {}  # trial -> its current setup's stamp
         self._chunk: tuple[str, int, list] | None = None
@@ -115,14 +125,45 @@ class PolicyNode(Node):
             request_timeout=self.p.request_timeout_s,
         )
 
-    def _on_routes(self, msg: String) -> None:
+    def _on_notice(self, msg: String) -> None:
+        """The progression manager has routes for this campaign (a new serial: a new manager):
+        fetch them. Until they come, no trial is served (its policy may be routed elsewhere)."""
         try:
-            parsed = routes.parse_routes(msg.data)
+            notice = routes.parse_notice(msg.data)
         except ValueError as exc:
             self.get_logger().error(f"{exc}; keeping the routes I had")
             return
         with self._state:
+            self._blind = notice.blind
+            if notice.serial != self._routes_serial:
+                self._routes_wanted = notice.serial
+        self._fetch_routes()
+
+    def _fetch_routes(self) -> None:
+        with self._state:
+            if self._routes_pending and time.monotonic() - self._routes_asked_at > ROUTES_ANSWER_S:
+                self._routes_pending = False  # an answer that never came (its manager went away): ask again
+            if self._routes_wanted is None or self._routes_pending or not self._routes_client.service_is_ready():
+                return
+            self._routes_pending, self._routes_asked_at = True, time.monotonic()
+            serial = self._routes_wanted
+        future = self._routes_client.call_async(Trigger.Request())
+        future.add_done_callback(lambda f: self._on_routes(f, serial))
+
+    def _on_routes(self, future, serial: int) -> None:
+        with self._state:
+            self._routes_pending = False
+        try:
+            reply = future.result()
+            parsed = routes.parse_routes(reply.message if reply is not None and reply.success else "")
+        except Exception as exc:  # a refused or garbled answer: ask again on the next retry
+            self.get_logger().error(f"{first_line(exc)}; asking for the policy routes again", throttle_duration_sec=5.0)
+            return
+        with self._state:
+            if self._routes_wanted != serial:  # a newer notice came meanwhile: its fetch is due
+                return
             self.routes, self._blind = parsed.routes, parsed.blind
+            self._routes_serial, self._routes_wanted = serial, None
             self._follow(self._policy)
 
     def _follow(self, policy: str) -> None:
@@ -241,7 +282,7 @@ class PolicyNode(Node):
         with self._state:
             self._last_status = (connected, message, metadata)
             if connected and self.routes is None:
-                connected, message = False, f"{message}; waiting for the policy routes on {topics.POLICY_ROUTES}"
+                connected, message = False, f"{message}; waiting for the policy routes ({topics.GET_POLICY_ROUTES})"
             if self._blind:  # only what the safety checks read: the server's own words name it
                 metadata = {k: v for k, v in (metadata or {}).items() if k in BLIND_METADATA}
             self.status_pub.publish(
