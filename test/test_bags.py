@@ -166,6 +166,11 @@ def test_a_blind_campaign_not_done_shows_no_outcome_from_its_bag(recorded, tmp_p
                                        "stay hidden until it is done (pass --db with the results store that ran it)")
     info = indgen("bag", "info", bag, "--db", str(db)).stdout
     assert "hidden (blind, not done)=4" in info and "success=" not in info, info
+    # a trial's tick count is its episode's length (a success ends early): the overall row only
+    lat = indgen("bag", "latency", bag, "--db", str(db), "--json", str(tmp_path / "lat.json")).stdout
+    figures = json.loads((tmp_path / "lat.json").read_text())
+    assert figures["trials"] == [] and figures["overall"]["trials"] == 4, figures
+    assert "A/" not in lat and "its trials are in the overall row only" in lat, lat
 
 
 def test_info_rescore_latency_video_and_replay_run_where_ros_cannot_be_imported(recorded, tmp_path):

@@ -46,6 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "latency",
         "tick period, missed ticks, observation-to-command latency and policy round trip, per trial and overall",
         _latency,
+        db=True,
     )
     c.add_argument("--trial", help="only this trial")
     c = command(
@@ -287,14 +288,24 @@ def _latency(args) -> int:
     from indgen_core.bags import latency, trials
 
     readers = trials.readers(args.bags)
+    recording = _recording(args)
     wanted = None
     if args.campaign or args.trial:
-        recording = _recording(args)
         wanted = {a.trial_id for a in (recording.trial(args.trial) if args.trial else recording.attempts)}
     rows, overall = latency.measure(readers, wanted)
     if not rows:
         print("no control ticks in the bag")
         return 1
+    # a trial's tick count is its episode's length: a success ends early, so per trial it tells
+    # a blind campaign's outcomes by letter; only the overall row is shown until it is done
+    hidden = set(_hidden(args, recording))
+    secret = {a.trial_id for a in recording.attempts if a.campaign_id in hidden}
+    if secret:
+        rows = [r for r in rows if r["trial"] not in secret]
+        print(
+            f"campaign {sorted(hidden)[0]} is blind and not known to be done: its trials are in the overall row "
+            "only (pass --db with the results store that ran it)"
+        )
     _table(
         [
             [
