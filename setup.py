@@ -130,6 +130,7 @@ setup(
             "blockenv = indgen_sim.blockenv.cli:register",
             "twin = indgen_sim.twin.cli:register",
             "libero = indgen_sim.libero.cli:register",
+            "stand-in = indgen_sim.standin.cli:register",
             "console = indgen_robot.cli:register",
             "bringup = indgen_robot.cli:register_bringup",
             "estop = indgen_robot.cli:register_estop",

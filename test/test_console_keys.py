@@ -53,7 +53,7 @@ DOES = {
     (m.LABEL, "y"): ([m.Answer("p2", op.SUCCESS)], m.LABEL),
     (m.LABEL, "n"): ([m.Answer("p2", op.FAILURE)], m.LABEL),
     (m.LABEL, "i"): ([m.Answer("p2", op.INVALID)], m.LABEL),
-    (m.LABEL, "r"): ([m.Answer("p2", op.REDO)], m.LABEL),
+    (m.LABEL, "r"): ([], m.LABEL),  # a redo is confirmed: test_a_redo_takes_a_second_r
     (m.LABEL, "u"): ([], m.RELABEL),
     (m.LABEL, "t"): ([], m.NOTE),
     (m.LABEL, "p"): ([m.Pause()], m.LABEL),
@@ -161,3 +161,46 @@ def test_the_terminal_keys_reach_the_model_by_the_names_it_knows():
         "space", "enter", "enter", "escape", "backspace", "y", "4", "?"]
     running = make(m.RUNNING)
     assert running.press(key_name(" ")) == [m.EndEpisode()]
+
+
+def test_a_redo_takes_a_second_r_and_any_other_key_cancels_it():
+    """A redo throws the episode's attempt away: the first r asks, the second sends it; any other
+    key in between cancels and sends nothing (a 'y' meant as a label is not taken either)."""
+    model = make(m.LABEL)
+    assert model.press("r") == [] and "press r again" in model.message and "t1" in model.message
+    assert model.press("r") == [m.Answer("p2", op.REDO)]
+    model = make(m.LABEL)
+    model.press("r")
+    assert model.press("y") == [] and model.message == "redo cancelled; nothing sent"
+    assert model.press("y") == [m.Answer("p2", op.SUCCESS)]  # the console is as it was
+    model = make(m.LABEL)
+    model.press("r")
+    model.prompt = m.Prompt(op.LABEL, "p9", "t2", 1, "Label t2")  # the prompt changed meanwhile
+    assert model.press("r") == [] and model.message == "redo cancelled; nothing sent"
+
+
+@pytest.mark.parametrize("columns", [40, 96, 200, 400])
+def test_every_line_fits_the_terminal_and_nothing_is_cut(columns):
+    """Found by hand: lines were cut at 96 columns in a 200-column terminal, an abort reason
+    mid-sentence. Every line wraps to the terminal's width (60 to 160 columns) and every word
+    of a long reason is on the screen."""
+    from indgen_robot.console.screen import fit
+
+    reason = ("episode aborted: the arm state is 0.41 s old (the broadcaster's stamps stopped while its topic "
+              "kept arriving); the trial is not scored and runs again once the state is fresh")
+    model = make(m.LABEL)
+    model.robot_state, model.robot_message = "holding", reason
+    model.policy_connected, model.policy_message = False, "policy B's server closed the connection (code 1011)"
+    model.message = "press r again to redo t1 (this episode is not scored); any other key cancels"
+    width = fit(columns)
+    text = render(model, width)
+    assert max(len(line) for line in text.splitlines()) <= width
+    flat = " ".join(text.split())
+    assert " ".join(reason.split()) in flat and "(code 1011)" in flat and "any other key cancels" in flat
+
+
+@pytest.mark.parametrize("state", ["done", "stopped", "failed"])
+def test_a_campaign_that_is_over_has_nothing_to_pause(state):
+    model = make(m.WAITING)
+    model.campaign_state = state
+    assert model.press("p") == [] and model.message == f"the campaign is {state}: nothing to pause"

@@ -60,7 +60,7 @@ def test_two_consoles_on_one_prompt_one_answer_is_accepted(tmp_path, ros_context
             assert watcher_model.press("enter") == [] and "only watches" in watcher_model.message
             answers = [model.press("enter") for model in (a, b)]
             results = [link._deliver(req[0]) for link, req in zip((link_a, link_b), answers, strict=True)]
-            accepted = [r for r in results if r == "done accepted"]
+            accepted = [r for r in results if r.endswith(": scene ready: the trial starts")]
             refused = [r for r in results if r.startswith("refused: no open prompt")]
             assert len(accepted) == 1 and len(refused) == 1, results
             assert "\n" not in refused[0]
@@ -101,3 +101,36 @@ def test_rehearsal_in_sim_shows_the_twins_check_and_counts_disagreements(tmp_pat
         assert store.operator_counts("rehearse")[("droid_twin_oracle", 0)]["disagreements"] == 1
     report = (tmp_path / "reports" / "rehearse" / "report.md").read_text()
     assert "| droid_twin_oracle | 0 | 2 | 0 | 0 | 0 | 0 | 1 |" in report
+
+
+def test_after_the_graph_exits_the_screen_says_so_and_offers_no_pause(ros_context):
+    """Found by hand: after the campaign was done and the graph had exited, the console still
+    showed "policy server: connected" (the last latched status of a node long gone) and `p`
+    said a pause was requested. The console reads who is still on the graph."""
+    from indgen_core import topics
+    from indgen_core.ros.base import LATCHED
+    from indgen_msgs.msg import CampaignStatus, PolicyStatus, RobotStatus
+    from indgen_robot.console.screen import render
+    from indgen_robot.ros.console_link import ConsoleLink
+
+    graph_node = rclpy.create_node("the_graph", context=ros_context)
+    status = graph_node.create_publisher(CampaignStatus, topics.CAMPAIGN_STATUS, LATCHED)
+    policy = graph_node.create_publisher(PolicyStatus, topics.POLICY_STATUS, LATCHED)
+    robot = graph_node.create_publisher(RobotStatus, topics.ROBOT_STATUS, LATCHED)
+    status.publish(CampaignStatus(campaign_id="c1", state=CampaignStatus.STATE_RUNNING, trials_done=1, trials_total=4))
+    policy.publish(PolicyStatus(connected=True, message="connected"))
+    robot.publish(RobotStatus(state=RobotStatus.STATE_IDLE, message="idle"))
+    model = m.ConsoleModel(operator="ada")
+    link = ConsoleLink(model, ros_context)
+    try:
+        assert wait_until(lambda: model.policy_connected and model.campaign == "c1" and model.robot_state == "idle", 30)
+        link.refresh()
+        assert "policy server: connected" in render(model) and not model.campaign_gone
+        graph_node.destroy_node()  # the launch ends
+        assert wait_until(lambda: link.refresh() or model.campaign_gone, 30, poll=0.1)
+        screen = render(model)
+        assert "policy server: unknown (no policy node on the graph)" in screen, screen
+        assert "robot: unknown (no robot node on the graph)" in screen and "its graph has exited" in screen, screen
+        assert model.press("p") == [] and "nothing to pause" in model.message
+    finally:
+        link.close()

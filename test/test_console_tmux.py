@@ -106,6 +106,20 @@ def scene_builder(node):
     return build_scene
 
 
+def scene_built_by_command(domain: int):
+    """The person's hands as the docs give them for a rehearsal against the stand-in: `indgen
+    stand-in build-scene` in a second terminal, before Enter in the console."""
+    import subprocess
+
+    def build_scene():
+        proc = subprocess.run([sys.executable, "-m", "indgen_core.cli", "stand-in", "build-scene", "--timeout", "20"],
+                              env={**os.environ, **console_environment(domain)}, capture_output=True, text=True,
+                              timeout=90)
+        assert proc.returncode == 0 and proc.stdout.startswith("scene of "), proc.stdout + proc.stderr
+
+    return build_scene
+
+
 class AtTheCell:
     """The person's part between the console's prompts: build the scene, start the trial, and
     when the system aborts an attempt meanwhile (a stale state under load: the trial is re-run,
@@ -203,6 +217,8 @@ def test_a_person_runs_a_two_level_campaign_with_the_console(tmp_path, ros_conte
         screen = setup_of("k+0/001", "same level as the last trial")
         assert "same level as the last trial" in screen
         scene_then("k+0/001", "LABEL THE EPISODE", "k+0/001")
+        term.keys("r")
+        assert "press r again to redo" in term.wait_for("press r again")
         term.keys("r")
         setup_of("k+0/001")
         scene_then("k+0/001", "LABEL THE EPISODE", "k+0/001")
@@ -339,7 +355,7 @@ def test_a_blind_ab_campaign_never_shows_a_policy_name(tmp_path, ros_context, ro
             watching.wait(0.2)
 
     node = rclpy.create_node("hands", context=ros_context)
-    person = AtTheCell(term, db, "lab", scene_builder(node))
+    person = AtTheCell(term, db, "lab", scene_built_by_command(ros_isolation))
 
     sampler = threading.Thread(target=watch_screens, daemon=True)
     sampler.start()

@@ -55,3 +55,19 @@ def test_importing_the_library_configures_no_logging():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_a_repeated_warning_is_said_once_then_counted():
+    """The stand-in's "fell behind" warning was 97 of 181 lines of a launch terminal under a
+    one-second throttle: now the first is whole and the rest a count every 30 s."""
+    from indgen_core.repeated import RepeatedWarning
+
+    lines, now = [], [0.0]
+    warning = RepeatedWarning(lines.append, every_s=30.0, clock=lambda: now[0])
+    for i in range(200):  # a stall every 0.5 s for 100 s, the worst 230 ms
+        now[0] = 0.5 * i
+        warning.warn("the hardware thread fell behind", 230.0 if i == 77 else 20.0, "ms")
+    assert lines[0] == "the hardware thread fell behind (20 ms); repeats are counted, one line per 30 s"
+    assert lines[1] == "60 more times in the last 30 s (worst 20 ms): the hardware thread fell behind"
+    assert lines[2] == "60 more times in the last 30 s (worst 230 ms): the hardware thread fell behind"
+    assert len(lines) == 4 and lines[3].startswith("60 more times in the last 30 s (worst 20 ms)")

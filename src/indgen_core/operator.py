@@ -35,6 +35,17 @@ RESPONSE_NAMES = {
     RESUME: "resume",
     RELABEL: "relabel",
 }
+#: what the person is told once an answer is taken, in the words of the console's keys
+TAKEN = {
+    DONE: "scene ready: the trial starts",
+    SUCCESS: "labelled a success",
+    FAILURE: "labelled a failure",
+    INVALID: "labelled an invalid setup (not scored; never a policy failure)",
+    SKIP: "skipped (recorded, not scored)",
+    ABORT: "the campaign stops safely (resume it later with its campaign id)",
+    REDO: "runs again (this attempt is kept as superseded)",
+    RESUME: "the campaign resumes",
+}
 ACCEPTS = {
     SETUP: (DONE, SKIP, ABORT),
     LABEL: (SUCCESS, FAILURE, INVALID, REDO, ABORT),
@@ -157,7 +168,10 @@ class OperatorDesk:
             answer = Answer(response, str(note)[:2000], score, console.operator, str(console_id))
             self._answer, self.prompt = answer, None
             self._answered.notify_all()
-        return True, f"{answer.name} accepted", answer
+        said = TAKEN.get(response, answer.name)
+        if score >= 0:
+            said += f" (partial score {score:g})"
+        return True, f"{prompt.trial_id}: {said}" if prompt.trial_id else said, answer
 
     def wait(self, should_stop: Callable[[], bool], poll_s: float = 0.1) -> Answer | None:
         """The answer to the open prompt; None when should_stop() says to give up first."""

@@ -36,7 +36,7 @@ def key_name(key: object) -> str:
 
 def run(model: m.ConsoleModel, link) -> int:
     pt = require("prompt_toolkit", "all", "indgen console")
-    from prompt_toolkit.application import Application
+    from prompt_toolkit.application import Application, get_app
     from prompt_toolkit.key_binding import KeyBindings
     from prompt_toolkit.layout import Layout
     from prompt_toolkit.layout.containers import Window
@@ -60,8 +60,9 @@ def run(model: m.ConsoleModel, link) -> int:
     def text():
         if link is not None:
             link.refresh()
+        width = screen.fit(get_app().output.get_size().columns)
         with lock:
-            return screen.render(model)
+            return screen.render(model, width)
 
     app: Application[int] = Application(
         layout=Layout(Window(FormattedTextControl(text), wrap_lines=False)),

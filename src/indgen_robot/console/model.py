@@ -9,7 +9,7 @@ States, from what the campaign publishes (the open prompt, the robot's and campa
   SETUP    the person builds the scene:  Enter ready, s skip, q stop the campaign
   RUNNING  an episode runs:              space end it now, x or Esc soft e-stop
   LABEL    the episode ended:            y success, n failure, i invalid, 0-100 then y/n/Enter
-                                         partial score, t note, r redo, u relabel the previous
+                                         partial score, t note, r r redo (confirmed), u relabel the previous
                                          trial, p pause after this trial
   RELABEL  after u:                      y / n / i (a score and a note as above), Esc cancel
   NOTE     after t:                      type, Enter keeps the note, Esc drops it
@@ -59,7 +59,7 @@ HELP = {
         ("i", "invalid setup (never a policy failure)"),
         ("0-100", "then y, n or Enter: partial score"),
         ("t", "type a note for this label"),
-        ("r", "redo the trial (this attempt kept as superseded)"),
+        ("r r", "redo the trial (this attempt kept as superseded; r twice)"),
         ("u", "relabel the previous trial"),
         ("p", "pause after this trial"),
         ("?", "help"),
@@ -147,6 +147,8 @@ class ConsoleModel:
     trials_total: int = 0
     campaign_state: str = ""
     campaign_message: str = ""
+    #: the campaign's progression manager has left the graph (the launch ended or it crashed)
+    campaign_gone: bool = False
     policy_connected: bool | None = None
     policy_message: str = ""
     robot_state: str = ""
@@ -169,6 +171,8 @@ class ConsoleModel:
     note_for: str = ""  # the mode a note returns to
     message: str = ""
     show_help: bool = False
+    #: the prompt whose redo waits for a second r (a redo throws the attempt away: confirmed)
+    redo_pending: str = ""
 
     # -- state ---------------------------------------------------------------------------------------
     @property
@@ -244,7 +248,11 @@ class ConsoleModel:
 
     def _waiting(self, key: str) -> list | None:
         if key == "p":
-            self.message = "pause requested: the campaign waits after the current trial"
+            if self.campaign_gone:
+                return self._refuse(key, "the campaign's progression manager has left the graph: nothing to pause")
+            if self.campaign_state in ("done", "stopped", "failed"):
+                return self._refuse(key, f"the campaign is {self.campaign_state}: nothing to pause")
+            self.message = "asking the campaign to pause after the current trial"
             return [Pause()]
         return None
 
@@ -279,6 +287,13 @@ class ConsoleModel:
         return [Answer(prompt.prompt_id, response, score, note)]
 
     def _label(self, key: str) -> list | None:
+        if self.redo_pending:
+            pending, self.redo_pending = self.redo_pending, ""
+            if key != "r" or pending != self.open_prompt.prompt_id:
+                self.message = "redo cancelled; nothing sent"
+                return []
+            self.message = f"redo: {self.open_prompt.trial_id} runs again (this attempt is kept as superseded)"
+            return [Answer(self.open_prompt.prompt_id, op.REDO, -1.0, self.note)]
         typed = self._edit_number(key)
         if typed is not None:
             return typed
@@ -293,8 +308,10 @@ class ConsoleModel:
             self.message = "type the note; Enter keeps it, Esc drops it"
             return []
         if key == "r":
-            self.message = f"redo: {self.open_prompt.trial_id} runs again (this attempt is kept as superseded)"
-            return [Answer(self.open_prompt.prompt_id, op.REDO, -1.0, self.note)]
+            self.redo_pending = self.open_prompt.prompt_id
+            trial = self.open_prompt.trial_id
+            self.message = f"press r again to redo {trial} (this episode is not scored); any other key cancels"
+            return []
         if key == "u":
             if not self.open_prompt.previous_trial_id:
                 return self._refuse(key, "there is no previous labelled trial to relabel")

@@ -190,10 +190,24 @@ class ConsoleLink:
                 self.model.episode_running = True
 
     def refresh(self) -> None:
-        """Time-based facts (a simulated episode is over when its ticks stop)."""
+        """Facts that no message brings: a simulated episode is over when its ticks stop, and a
+        node that left the graph (the launch ended, a crash) leaves its last latched status
+        behind, which is no longer true (the screen said "policy server: connected" after the
+        graph had exited)."""
+        count = self.node.count_publishers
         with self.lock:
             if self.model.robot_state == "" and time.monotonic() - self._last_tick > 1.0:
                 self.model.episode_running = False
+            if self.model.policy_connected is not None and count(topics.POLICY_STATUS) == 0:
+                self.model.policy_connected, self.model.policy_message = None, "no policy node on the graph"
+            if self.model.robot_state not in ("", "unknown") and count(topics.ROBOT_STATUS) == 0:
+                self.model.robot_state, self.model.robot_message = "unknown", "no robot node on the graph"
+                self.model.episode_running = self.model.estop = self.model.awaiting_acknowledgement = False
+            if self.model.campaign and not self.model.campaign_gone and count(topics.CAMPAIGN_STATUS) == 0:
+                self.model.campaign_gone = True
+                self.model.prompt = None  # nobody is left to take its answer
+            elif self.model.campaign_gone and count(topics.CAMPAIGN_STATUS) > 0:
+                self.model.campaign_gone = False  # a progression manager is back (a restart)
 
     # -- joining the campaign --------------------------------------------------------------------------
     def _call(self, client, request, timeout: float = 5.0):

@@ -20,6 +20,7 @@ from std_msgs.msg import Bool
 from std_srvs.srv import SetBool
 
 from indgen_core import topics
+from indgen_core.ros.oneshot import spinning_node
 from indgen_core.ros.waits import call, wait_server
 from indgen_core.waiting import wait_until
 
@@ -29,19 +30,7 @@ PEDAL = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=D
 
 def send_estop(engage: bool, timeout: float = 5.0) -> tuple[bool, str, float]:
     """(whether the runner took it, one sentence, time.monotonic() when it was sent)."""
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    node = rclpy.create_node("indgen_estop", context=context)
-    from rclpy.executors import SingleThreadedExecutor
-
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    import threading
-
-    stop = threading.Event()
-    spinner = threading.Thread(target=lambda: [executor.spin_once(0.02) for _ in iter(stop.is_set, True)], daemon=True)
-    spinner.start()
-    try:
+    with spinning_node("indgen_estop") as node:
         client = node.create_client(SetBool, topics.ESTOP)
         if wait_server(client, min(timeout, 2.0)):
             sent = time.monotonic()
@@ -57,9 +46,3 @@ def send_estop(engage: bool, timeout: float = 5.0) -> tuple[bool, str, float]:
         if matched and acked:
             return True, f"{topics.ESTOP} (topic, no service answered): {what}, acknowledged by the runner", sent
         return False, f"nobody took the e-stop on {topics.ESTOP} within {timeout:g} s: use the hardware e-stop", sent
-    finally:
-        stop.set()
-        spinner.join(2.0)
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.shutdown(context=context)

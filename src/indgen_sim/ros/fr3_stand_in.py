@@ -59,6 +59,7 @@ from trajectory_msgs.msg import JointTrajectory
 from indgen_core import messages, topics
 from indgen_core.errors import IndGenError, first_line
 from indgen_core.records import TaskSetup as SetupRecord
+from indgen_core.repeated import RepeatedWarning
 from indgen_core.robot_config import load_robot_config
 from indgen_core.ros import fr3
 from indgen_core.ros.base import LATCHED, read_parameters, run_node, serve, subscribe
@@ -153,6 +154,7 @@ class Fr3StandIn(Node):
         self._serve_recovery()
         self.setup: SetupRecord | None = None
         self._errors_seen = 0
+        self._behind = RepeatedWarning(self.get_logger().warning)
         self._arm_held_until = 0.0  # monotonic: a test's {"delay_arm_state_s"}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hardware", daemon=True)
@@ -274,10 +276,11 @@ class Fr3StandIn(Node):
         now = time.monotonic()
         stall = self.cell.advance_to(now)
         if stall > 0.0:  # the graph's log says so: the stand-in's pause, not the robot's
-            self.get_logger().warning(
-                f"the stand-in's hardware thread fell {stall * 1000:.0f} ms behind the wall clock (a busy "
-                "host): the robot's time paused through it; a real FR3 runs on in real time",
-                throttle_duration_sec=1.0,
+            self._behind.warn(
+                "the stand-in's hardware thread fell behind the wall clock (a busy host): the robot's time "
+                "paused through it; a real FR3 runs on in real time",
+                stall * 1000,
+                "ms",
             )
         errors = self.cell.status.reflexes + self.cell.status.faults
         if errors != self._errors_seen:
