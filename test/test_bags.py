@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -201,6 +202,14 @@ def test_info_rescore_latency_video_and_replay_run_where_ros_cannot_be_imported(
         servers.stop(server)
     replayed = json.loads((tmp_path / "rp.json").read_text())
     assert replayed["max_abs"] == 0.0 and replayed["errors"] == 0
+    # without the sim extra too: `info` and `latency` run, `rescore` (it rebuilds the world's
+    # judge in MuJoCo) says what to install, in one sentence (it ended in a traceback)
+    no_sim = dict(os.environ, INDGEN_TEST_ALSO_MISSING="mujoco")
+    assert indgen_without_ros("bag", "info", bag, env=no_sim).returncode == 0
+    proc = indgen_without_ros("bag", "rescore", bag, "--db", db, env=no_sim)
+    assert proc.returncode == 3 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.stderr.strip() == ("indgen: error: the world 'droid_twin' needs the Python module 'mujoco', which is "
+                                   "not installed: run `make setup` or `pip install -e '.[sim]'`."), proc.stderr
 
 
 def test_the_bags_own_definitions_give_the_canonical_bytes_rclpy_gives(recorded):

@@ -5,6 +5,7 @@ what cannot be exported is one sentence, and an interrupted export leaves nothin
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -61,13 +62,17 @@ def one_sentence(proc) -> str:
 
 
 # -- the layout, without lerobot --------------------------------------------------------------------
-def test_executed_actions_are_the_motion_the_arm_made_in_droid_units():
+def test_actions_are_the_motion_the_arm_made_and_the_gripper_command_in_droid_units():
     q = np.zeros((3, 7))
     q[1, 0], q[2, 0] = 0.2, 0.3  # 0.2 rad in one tick at 15 Hz = 3 rad/s = DROID's 1.0
-    actions = layout.executed_actions(q, np.array([0.0, 0.5, 1.0]))
+    commanded = np.zeros((2, 8))
+    commanded[:, 0], commanded[:, 7] = 0.9, [1.0, 1.0]  # a joint asked for more than it made; close
+    actions = layout.droid_actions(q, commanded)
     assert actions.shape == (2, 8) and actions.dtype == np.float32
     assert actions[:, 0] == pytest.approx([0.2 * 15 / RAD_PER_S_AT_ONE, 0.1 * 15 / RAD_PER_S_AT_ONE])
-    assert actions[:, 7].tolist() == [0.5, 1.0]  # the gripper position reached, not the one asked for
+    # the gripper as DROID records it: the command (closing on a cup reaches only 0.3-0.36, which
+    # a DROID client reads as open: a policy trained on that would never close)
+    assert actions[:, 7].tolist() == [1.0, 1.0]
 
 
 def test_frames_become_droids_16_9_and_bad_columns_are_refused():
@@ -198,7 +203,11 @@ def test_oracle_demonstrations_at_chosen_levels_round_trip_through_lerobot(tmp_p
 
 @pytest.mark.slow
 @needs_lerobot
-def test_an_interrupted_export_leaves_no_half_written_dataset(tmp_path):
+@pytest.mark.parametrize(("sig", "when"), [(signal.SIGINT, "staging"), (signal.SIGTERM, "staging"),
+                                           (signal.SIGTERM, "writing")])
+def test_an_interrupted_export_leaves_no_half_written_dataset(tmp_path, sig, when):
+    """Ctrl-C or SIGTERM (a job scheduler, `kill`), while episodes are staged or while lerobot's
+    writer runs: no dataset, no hidden work folder, no writer left running."""
     out = tmp_path / "demos"
     cmd = [sys.executable, "-m", "indgen_core.cli", "dataset", "export", str(out), "--format", "v2.1", "--oracle",
            "droid_twin", "--axis", "stack", "--levels", "0", "--episodes", "3"]  # fmt: skip
@@ -206,10 +215,17 @@ def test_an_interrupted_export_leaves_no_half_written_dataset(tmp_path):
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     first = proc.stdout.readline()  # the first episode is staged: the export is under way
     assert first.startswith("episode 1:"), first + proc.stderr.read()
-    proc.send_signal(signal.SIGINT)
+    if when == "writing":  # lerobot's writer runs in its own process
+        while not (line := proc.stdout.readline()).startswith("lerobot"):
+            assert line, proc.stderr.read()
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130 and "interrupted" in err, err
+    code, word = (130, "interrupted") if sig == signal.SIGINT else (143, "terminated")
+    assert proc.returncode == code and word in err, err
     assert list(tmp_path.iterdir()) == []  # neither OUT nor its hidden work folder
+    # and no lerobot writer left running on it (SIGTERM used to leave one)
+    left = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True).stdout.split()
+    assert left == [], left
 
 
 # -- with lerobot, from a recorded bag ----------------------------------------------------------------
@@ -245,6 +261,7 @@ def _decoded_independently(bag: Path) -> dict:
     trials: dict[str, dict] = {}
     states, frames = {}, {c: {} for c in cameras.values()}
     arm, gripper = {}, {}
+    state_stamps = []  # every joint state's stamp, in the order recorded (a dict by stamp hides duplicates)
     for path in sorted(bag.glob("*.mcap")):
         with path.open("rb") as fh:
             reader = make_reader(fh, decoder_factories=[DecoderFactory()])
@@ -258,6 +275,7 @@ def _decoded_independently(bag: Path) -> dict:
                     if msg.step not in ticks or msg.sequence > ticks[msg.step][1]:
                         ticks[msg.step] = (stamp, msg.sequence)
                 elif channel.topic == topics.JOINT_STATES:
+                    state_stamps.append(stamp)
                     states[stamp] = (np.array(msg.position[:7]), msg.position[7] / GRIPPER_CLOSED_RAD)
                 elif channel.topic == topics.ARM_VELOCITY_COMMAND:
                     arm[msg.layout.data_offset] = np.array(msg.data) / RAD_PER_S_AT_ONE
@@ -266,7 +284,8 @@ def _decoded_independently(bag: Path) -> dict:
                 else:
                     rgb = np.frombuffer(bytes(msg.data), np.uint8).reshape(msg.height, msg.width, 3)
                     frames[cameras[channel.topic]][stamp] = rgb
-    return {"trials": trials, "states": states, "frames": frames, "arm": arm, "gripper": gripper}
+    return {"trials": trials, "states": states, "frames": frames, "arm": arm, "gripper": gripper,
+            "state_stamps": state_stamps}
 
 
 @pytest.mark.slow
@@ -284,25 +303,73 @@ def test_a_bag_exported_and_read_back_by_lerobot_matches_the_bag_trial_by_trial(
     bag = _decoded_independently(every_tick_bag)
     records = export.episode_records(out)
     assert [r["outcome"] for r in records] == ["success", "success"]
+    # simulated time: every joint state stamped once, in order (sums of float seconds stamped
+    # each whole second one second early, and a trial's reset with the last trial's last stamp)
+    stamps = bag["state_stamps"]
+    assert all(b > a for a, b in itertools.pairwise(stamps)), "joint state stamps out of order or repeated"
     for index, record in enumerate(records):
         trial = bag["trials"][record["trial_id"]]
         ticks = [trial["ticks"][step] for step in sorted(trial["ticks"])]
+        tick_ns = np.diff([stamp for stamp, _ in ticks])
+        assert np.all(np.abs(tick_ns - 1e9 / 15) <= 1), "a tick stamped at a wrong second"
         rows = read["episode_index"] == index
         assert rows.sum() == len(ticks) - 1 == record["frames"]  # the last tick only closes the last action
         assert set(read["task"][rows]) == {trial["task"]} and set(read["level"][rows]) == {trial["level"]}
         q = np.array([bag["states"][stamp][0] for stamp, _ in ticks])
-        grip = np.array([bag["states"][stamp][1] for stamp, _ in ticks])
         assert np.array_equal(read["joint_position"][rows], q[:-1].astype(np.float32))
         assert np.allclose(read["actions"][rows][:, :7], np.diff(q, axis=0) * 15 / RAD_PER_S_AT_ONE, atol=1e-5)
-        assert np.allclose(read["actions"][rows][:, 7], grip[1:], atol=1e-6)
         # a command the recorder did not get (the first of a campaign can come before it discovers
         # the policy node's publisher) is exported as "held still" and counted, never invented
         recorded = [i for i, (_, seq) in enumerate(ticks[:-1]) if seq in bag["arm"] and seq in bag["gripper"]]
         commanded = [bag["arm"][ticks[i][1]] for i in recorded]
         assert np.allclose(read["commanded_actions"][rows][recorded, :7], commanded, atol=1e-6)
+        # the gripper action is the command (DROID's convention): closed whenever the command closed it
+        gripper_commanded = [bag["gripper"][ticks[i][1]] for i in recorded]
+        assert np.allclose(read["actions"][rows][recorded, 7], gripper_commanded, atol=1e-6)
+        closing = [i for i, c in zip(recorded, gripper_commanded, strict=True) if c > 0.5]
+        assert all(read["actions"][rows][i, 7] > 0.5 for i in closing)
         assert record["ticks_without_command"] == len(ticks) - 1 - len(recorded) <= 2
-        assert np.allclose(read["real_timestamp"][rows], [stamp / 1e9 for stamp, _ in ticks[:-1]])
+        # the last action is the episode's own (it was the next trial's reset: up to 4.98)
+        assert np.abs(read["actions"][rows][-1, :7]).max() <= 1.2
+        # integer nanoseconds, exact through lerobot's loader (a float came back as float32)
+        assert read["real_timestamp_ns"].dtype == np.int64
+        assert read["real_timestamp_ns"][rows].reshape(-1).tolist() == [stamp for stamp, _ in ticks[:-1]]
         for camera, key in (("exterior_1", "exterior_image_1_left"), ("wrist", "wrist_image_left")):
             expected = np.stack([layout.frame_16_9(bag["frames"][camera][stamp]) for stamp, _ in ticks[:-1]])
             assert np.array_equal(read[key][rows], expected), f"{camera} of {record['trial_id']}"
     assert json.loads(json.dumps(info))["features"]  # the metadata lerobot wrote is readable as is
+
+
+@pytest.mark.slow
+@pytest.mark.ros
+def test_a_bag_without_camera_frames_is_refused(every_tick_bag, tmp_path):
+    """A bag recorded without cameras exported silently into a dataset openpi cannot train on:
+    now it is refused in one sentence. The bag here is the every-tick bag with its camera
+    channels left out, rewritten with the mcap library."""
+    import shutil
+
+    from mcap.reader import make_reader
+    from mcap.writer import Writer
+
+    lean = tmp_path / "lean"
+    lean.mkdir()
+    for path in sorted(every_tick_bag.glob("*.mcap")):
+        with path.open("rb") as src, (lean / path.name).open("wb") as dst:
+            writer = Writer(dst)
+            writer.start()
+            schemas, channels = {}, {}
+            for schema, channel, message in make_reader(src).iter_messages():
+                if channel.topic.startswith("/cameras/"):
+                    continue
+                if schema.id not in schemas:
+                    schemas[schema.id] = writer.register_schema(schema.name, schema.encoding, schema.data)
+                if channel.id not in channels:
+                    channels[channel.id] = writer.register_channel(channel.topic, channel.message_encoding,
+                                                                   schemas[schema.id], channel.metadata)
+                writer.add_message(channels[channel.id], message.log_time, message.data, message.publish_time,
+                                   message.sequence)
+            writer.finish()
+    shutil.copy(every_tick_bag / "metadata.yaml", lean / "metadata.yaml")
+    proc = indgen("dataset", "export", tmp_path / "ds", "--format", "v3.0", "--bag", lean, expect=None)
+    assert one_sentence(proc).startswith("indgen: error: the bag holds no camera frames"), proc.stderr
+    assert not (tmp_path / "ds").exists()

@@ -15,7 +15,7 @@ import os
 from importlib import metadata
 from typing import Any
 
-from indgen_core.errors import IndGenError
+from indgen_core.errors import IndGenError, MissingDependencyError
 
 WORLDS, POLICIES, SPECS = "indgen.worlds", "indgen.policies", "indgen.specs"
 DEMOS = "indgen.demos"  # world name -> its oracle demonstrations (indgen dataset export --oracle)
@@ -25,6 +25,8 @@ _KIND = {
     SPECS: "observation/action spec",
     DEMOS: "world with oracle demonstrations",
 }
+#: optional modules a registered entry may need -> the extra that installs them (setup.py)
+OPTIONAL_MODULES = {"mujoco": "sim", "torch": "torch", "robosuite": "libero", "libero": "libero"}
 _ENV = {WORLDS: "INDGEN_WORLDS", POLICIES: "INDGEN_POLICIES", SPECS: "INDGEN_SPECS"}
 
 
@@ -63,7 +65,14 @@ def load(group: str, name: str) -> Any:
         return load(group, env[name])
     for ep in metadata.entry_points(group=group):
         if ep.name == name:
-            return ep.load()
+            try:
+                return ep.load()
+            except ModuleNotFoundError as exc:  # an optional dependency (mujoco: the sim extra)
+                missing = (exc.name or "").split(".")[0]
+                extra = OPTIONAL_MODULES.get(missing)
+                if extra is None:
+                    raise
+                raise MissingDependencyError(missing, extra, f"the {_KIND.get(group, group)} '{name}'") from None
     known = names(group)
     guess = difflib.get_close_matches(name, known, n=1)
     hint = f"; did you mean '{guess[0]}'?" if guess else f"; known: {', '.join(known) or 'none'}"

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+import threading
 from importlib import metadata
 
 from indgen_core import __version__
@@ -53,7 +55,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, so that it cleans up as after Ctrl-C (an export
+    stops its lerobot writer and removes its work folder; SIGTERM used to leave both)."""
+
+
+def _terminate(_signum, _frame) -> None:
+    raise Terminated
+
+
 def main(argv: list[str] | None = None) -> int:
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)  # `indgen launch` sets its own while it runs
     configure_logging()
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
@@ -71,6 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     except IndGenError as exc:
         print(f"indgen: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except Terminated:
+        print("indgen: terminated", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("indgen: interrupted", file=sys.stderr)
         return 130

@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Write a LeRobot dataset in the layout openpi's DROID fine-tuning reads "
         "(exterior_image_1_left, exterior_image_2_left, wrist_image_left at 180x320, joint_position, "
         "gripper_position, actions = the joint velocities and gripper the arm executed, 15 fps), plus "
-        "commanded_actions, real_timestamp and level per frame and meta/indgen_episodes.jsonl (axis, "
+        "commanded_actions, real_timestamp_ns and level per frame and meta/indgen_episodes.jsonl (axis, "
         "level, outcome, source per episode). Written by the lerobot library in its own environment "
         "(make lerobot), offline. Either --bag (one episode per scored attempt) or --oracle (certified "
         "demonstrations generated now). OUT is written whole or not at all.",

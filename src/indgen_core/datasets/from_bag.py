@@ -102,6 +102,11 @@ def _stream(bags: list[Path], recording: trials.Recording, wanted: list[trials.A
     """The episodes, one attempt at a time: a real robot's frames are not all held at once."""
     readers = trials.readers(bags)
     cameras = {name: topic for name, topic in camera_topics(readers).items() if name in layout.CAMERA_KEYS}
+    if not cameras:  # openpi's DROID training reads exterior_image_1_left and wrist_image_left
+        raise IndGenError(
+            "the bag holds no camera frames (recorded without cameras, or with bag_exclude:=/cameras/): a DROID "
+            "dataset without images trains nothing; record with cameras:=exterior_1,wrist and render:=every_tick"
+        )
     by_topic = {topic: name for name, topic in cameras.items()}
     wanted_topics = {
         topics.CONTROL_TICK,
@@ -199,7 +204,7 @@ def _episode(attempt: trials.Attempt, samples: _Samples, cameras: list[str], bag
         commanded.append(np.concatenate([arm, [grip]]))
     q = np.array([s[1] for s in states if s is not None])
     g = np.array([s[2] for s in states if s is not None])
-    stamps = np.array([_ns(t.header.stamp) / 1e9 for t in frames])
+    stamps = np.array([_ns(t.header.stamp) for t in frames], dtype=np.int64)
     try:
         columns = layout.episode_columns(images, q, g, np.array(commanded), stamps, attempt.level)
     except ValueError as exc:

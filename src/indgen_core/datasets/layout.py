@@ -9,11 +9,14 @@ itself is frame index / fps, as lerobot computes it), the command the policy sen
 motion the arm made, and the level (the rest of an episode's record goes to
 meta/indgen_episodes.jsonl).
 
-`actions` are what the arm **executed**: the joint velocity it moved with over the tick (the
-change of the measured joint positions times the frame rate, in DROID's normalised units: 1 =
-3 rad/s) and the gripper position it reached. A policy trained on the commands of a policy
-that was clipped, stopped by a reflex or slowed by the controller would learn motions the robot
-never made; the commands stay beside them as `commanded_actions`.
+`actions` are the arm's **executed** joint velocity over the tick (the change of the measured
+joint positions times the frame rate, in DROID's normalised units: 1 = 3 rad/s) and the
+**commanded** gripper position. The joints: a policy trained on the commands of a policy that
+was clipped, stopped by a reflex or slowed by the controller would learn motions the robot
+never made. The gripper: DROID records its command, and openpi's DROID client and IndGen's
+DROID spec close the gripper only above 0.5; the position it reaches on an object (0.30-0.36 on
+the cup) never crosses that, so a policy trained on it would never close. The commands stay
+beside them whole as `commanded_actions`.
 """
 
 from __future__ import annotations
@@ -50,7 +53,9 @@ def features(cameras: list[str]) -> dict[str, dict[str, Any]]:
     out["gripper_position"] = {"dtype": "float32", "shape": [1], "names": ["gripper_position"]}
     out["actions"] = {"dtype": "float32", "shape": [8], "names": ["actions"]}
     out["commanded_actions"] = {"dtype": "float32", "shape": [8], "names": ["commanded_actions"]}
-    out["real_timestamp"] = {"dtype": "float64", "shape": [1], "names": None}
+    # integer nanoseconds: lerobot's loader turns every float into float32 (torch.tensor of a
+    # list), 128 s apart at today's Unix time; an int64 comes back exact
+    out["real_timestamp_ns"] = {"dtype": "int64", "shape": [1], "names": None}
     out["level"] = {"dtype": "int64", "shape": [1], "names": None}
     return out
 
@@ -66,13 +71,13 @@ def frame_16_9(rgb: np.ndarray) -> np.ndarray:
     return np.asarray(image_tools.resize_with_pad(rgb, FRAME_SHAPE[0], FRAME_SHAPE[1]), dtype=np.uint8)
 
 
-def executed_actions(q: np.ndarray, gripper: np.ndarray) -> np.ndarray:
-    """(T, 8) actions from T + 1 measured states: joint velocity over each tick (normalised as
-    DROID's) and the gripper position reached."""
+def droid_actions(q: np.ndarray, commanded: np.ndarray) -> np.ndarray:
+    """(T, 8) actions from T + 1 measured joint states and T commands: the joint velocity over
+    each tick (normalised as DROID's) and the commanded gripper position (DROID's convention)."""
     q = np.asarray(q, dtype=np.float64)
-    gripper = np.asarray(gripper, dtype=np.float64).reshape(-1)
+    commanded = np.asarray(commanded, dtype=np.float64).reshape(-1, 8)
     velocity = np.diff(q, axis=0) * FPS / RAD_PER_S_AT_ONE
-    return np.concatenate([velocity, gripper[1:, None]], axis=1).astype(np.float32)
+    return np.concatenate([velocity, commanded[:, 7:8]], axis=1).astype(np.float32)
 
 
 @dataclass
@@ -129,16 +134,16 @@ def episode_columns(
 ) -> dict[str, np.ndarray]:
     """The columns of an episode of T frames from T + 1 measured states (`q`, `gripper`: the
     state after the last frame's action is what makes that action's executed value), T
-    commands and T stamps (s); `images[camera]` holds T frames."""
+    commands and T stamps (integer ns); `images[camera]` holds T frames."""
     frames = len(stamps)
     if len(q) != frames + 1 or len(gripper) != frames + 1 or len(commanded) != frames:
         raise ValueError(f"{frames} frames need {frames + 1} states and {frames} commands")
     columns = {CAMERA_KEYS[camera]: np.stack([frame_16_9(f) for f in shots]) for camera, shots in images.items()}
     columns["joint_position"] = np.asarray(q[:-1], dtype=np.float32)
     columns["gripper_position"] = np.asarray(gripper[:-1], dtype=np.float32).reshape(frames, 1)
-    columns["actions"] = executed_actions(q, gripper)
+    columns["actions"] = droid_actions(q, commanded)
     columns["commanded_actions"] = np.asarray(commanded, dtype=np.float32).reshape(frames, 8)
-    columns["real_timestamp"] = np.asarray(stamps, dtype=np.float64).reshape(frames, 1)
+    columns["real_timestamp_ns"] = np.asarray(stamps, dtype=np.int64).reshape(frames, 1)
     columns["level"] = np.full((frames, 1), level, dtype=np.int64)
     for name, column in columns.items():
         if column.dtype.kind == "f" and not np.all(np.isfinite(column)):

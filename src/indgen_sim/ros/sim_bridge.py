@@ -110,7 +110,7 @@ class SimBridge(Node):
         subscribe(self.io_node, Bool, topics.ESTOP, lambda m: self._set_estop(bool(m.data)), LATCHED)
         serve(self.io_node, SetBool, topics.ESTOP, self._estop_service)
         serve(self.io_node, Trigger, topics.END_EPISODE, self._end_service)
-        self.sim_time = 0.0
+        self.sim_ticks = 0  # control ticks since the bridge started: simulated time, exact (sim_stamp)
         self.finished: collections.OrderedDict[tuple[str, int], RunEpisode.Result] = collections.OrderedDict()
         self.server = ActionServer(
             self,
@@ -228,8 +228,8 @@ class SimBridge(Node):
 
         def infer(request):
             step = request["step"]
-            self.sim_time += self.world.control_dt if step else 0.0
-            stamp = _time_msg(self.sim_time)
+            self.sim_ticks += 1  # a reset takes its tick too: no two requests share a stamp
+            stamp = self._now()
             self.clock_pub.publish(Clock(clock=stamp))
             return self.io.exchange(setup, step, request["obs"], stamp, self.p.action_timeout_s, should_abort)
 
@@ -255,7 +255,7 @@ class SimBridge(Node):
                 steps=steps,
                 state_json=json.dumps(state),
             )
-            msg.header.stamp = _time_msg(self.sim_time)
+            msg.header.stamp = self._now()
             self.final_pub.publish(msg)
 
         stamp = goal_handle.request.setup.header.stamp
@@ -281,7 +281,7 @@ class SimBridge(Node):
         self.get_logger().info(
             f"{setup.trial_id}: {result.outcome.name.lower()} after {result.steps} steps ({result.reason})"
         )
-        msg = convert.result_to_msg(result, setup, _time_msg(self.sim_time))
+        msg = convert.result_to_msg(result, setup, self._now())
         if goal_handle.is_cancel_requested:
             goal_handle.canceled()
         else:
@@ -298,6 +298,9 @@ class SimBridge(Node):
             key = self.image_of.get(path)
             if key is not None:
                 self.imaged.add(key)
+
+    def _now(self):
+        return sim_stamp(self.sim_ticks, self.world.control_dt)
 
     def _save_level_image(self, setup) -> str | None:
         """The scene at the start of the level's first trial, for the report (never fatal)."""
@@ -336,11 +339,14 @@ def _options(text: str) -> dict:
     return value
 
 
-def _time_msg(seconds: float):
+def sim_stamp(ticks: int, control_dt: float):
+    """The stamp of simulated time after `ticks` control ticks, from integer nanoseconds: a sum
+    of float seconds turned 0.9999999999999999 s into sec 0, nanosec 0 (every whole second of a
+    simulated episode was stamped a second early, in bags and in the lock-step tick assembly)."""
     from builtin_interfaces.msg import Time
 
-    sec = int(seconds)
-    return Time(sec=sec, nanosec=round((seconds - sec) * 1e9) % 1_000_000_000)
+    ns = round(ticks * control_dt * 1e9)
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 
 def main() -> int:

@@ -87,7 +87,7 @@ def _demonstration(world, oracle, droid: DroidSpec, setup: TaskSetup, cameras: l
         action = np.asarray(oracle.infer(request)["actions"][0], dtype=np.float64)
         gripper = float(action[7] > 0.5)
         commanded.append(np.concatenate([action[:7], [gripper]]))
-        stamps.append(step / layout.FPS)
+        stamps.append(round(step * 1e9 / layout.FPS))
         result = world.step({"joint_velocity": action[:7], "gripper": gripper})
         obs = result.observation
         q.append(obs["joint_position"])
