@@ -61,6 +61,12 @@ def test_malformed_campaign_config_is_one_sentence(monkeypatch, tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"indgen: error: {cfg}: field 'trials_per_level': input should be greater than or " \
                                   "equal to 1"
+    # a misspelt required key: the misspelling named first, not its right spelling as "missing"
+    cfg.write_text("name: bad\naxis: toy_depth\nworld: toy\npolicies: [skilled]\ntrial_per_level: 5\n")
+    proc = indgen(env, "campaign", "plan", str(cfg), "--db", str(tmp_path / "r.sqlite"))
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (f"indgen: error: {cfg}: field 'trial_per_level': is not a known field (did you "
+                                   "mean 'trials_per_level'?) (and 1 more problem)"), proc.stderr
 
 
 def test_run_with_worker_processes(monkeypatch, tmp_path):
@@ -120,3 +126,64 @@ def test_bad_inputs_found_by_a_new_user_are_one_sentence(monkeypatch, tmp_path, 
     twice.write_text(copy.read_text())
     both = indgen(env, "axes", "check", str(copy), str(twice))
     assert both.returncode == 1 and "also defined in" in both.stdout
+
+
+def test_a_clean_store_misspelt_policy_ctrl_c_and_delete(monkeypatch, tmp_path):
+    """Found by a new user: a misspelt policy planned its trials and then failed, leaving a
+    campaign `running 0/100` for good; Ctrl-C left it `running` with no count and no way on;
+    nothing deleted a campaign. Now the names resolve before anything is written, an interrupted
+    run says where it stands and how to resume, and `campaign delete` removes it."""
+    import signal
+    import sqlite3
+    import time
+
+    env = dict(os.environ, **toy_setup.toy_env(monkeypatch, tmp_path), INDGEN_ARTIFACTS=str(tmp_path / "art"))
+    db = str(tmp_path / "r.sqlite")
+    typo = toy_setup.campaign_yaml(tmp_path, "typo", policies=["skiled"], purpose="certify")
+    assert "unknown policy 'skiled'; did you mean 'skilled'?" in _one_sentence(
+        indgen(env, "campaign", "run", str(typo), "--db", db))
+    if os.path.exists(db):
+        with sqlite3.connect(db) as conn:
+            assert conn.execute("SELECT COUNT(*) FROM campaigns").fetchone() == (0,)
+    # Ctrl-C in the middle of a long run
+    long = toy_setup.campaign_yaml(tmp_path, "long", purpose="certify", trials_per_level=5000)
+    proc = subprocess.Popen([sys.executable, "-m", "indgen_core.cli", "campaign", "run", str(long), "--id", "long",
+                             "--db", db], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(4.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    line = next(line for line in err.splitlines() if line.startswith("campaign long interrupted"))
+    assert line.endswith("pending; `indgen campaign resume long` goes on"), line
+    listed = indgen(env, "campaign", "list", "--db", db).stdout
+    assert "interrupted" in listed, listed
+    # a report written, then the campaign deleted with it
+    assert indgen(env, "report", "long", "--db", db).returncode == 0
+    assert (tmp_path / "art" / "reports" / "long").is_dir()
+    refused = indgen(env, "campaign", "delete", "long", "--db", db)  # nobody to answer, no --yes
+    assert "needs --yes" in _one_sentence(refused)
+    deleted = indgen(env, "campaign", "delete", "long", "--yes", "--db", db)
+    assert deleted.returncode == 0 and deleted.stdout.startswith("deleted campaign long (25000 trials"), deleted.stdout
+    assert not (tmp_path / "art" / "reports" / "long").exists()
+    with sqlite3.connect(db) as conn:
+        for table in ("campaigns", "trials", "attempts", "results", "events", "artifacts", "campaign_keys"):
+            column = "id" if table == "campaigns" else "campaign_id"
+            assert conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {column}='long'").fetchone() == (0,), table
+    assert "no campaign 'long'" in _one_sentence(indgen(env, "campaign", "status", "long", "--db", db))
+    # the id is free again
+    again = indgen(env, "campaign", "plan", str(long), "--id", "long", "--db", db)
+    assert again.returncode == 0, again.stderr
+
+
+def test_the_time_left_after_a_resume_counts_this_runs_pace_only():
+    """At 147 of 1000 after a resume it said "~1 s": the 140 done before counted as this run's."""
+    import io
+
+    from indgen_core.progress import ProgressPrinter
+
+    out = io.StringIO()
+    printer = ProgressPrinter(1000, "campaign c", stream=out, every_s=0.0, already=140)
+    printer._start -= 7.0  # seven trials in 7 s: 1 per second
+    printer.update(147)
+    eta = float(out.getvalue().split("~")[1].split(" s")[0])
+    assert 800 <= eta <= 900, out.getvalue()

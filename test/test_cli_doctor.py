@@ -35,6 +35,24 @@ def test_help_lists_commands_and_every_command_has_help():
         assert "usage: indgen " + name in proc.stdout
 
 
+def test_no_help_text_prints_a_doubled_percent_sign():
+    """argparse %-formats an option's help but not a description: `compare --help` printed a
+    literal "95%%". Every command and sub-command's help, read in-process."""
+    import argparse
+
+    from indgen_core.cli import build_parser
+
+    def walk(parser):
+        yield parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    yield from walk(sub)
+
+    doubled = [p.prog for p in walk(build_parser()) if "%%" in p.format_help()]
+    assert doubled == [], doubled
+
+
 def test_no_command_prints_help_and_fails():
     proc = run()
     assert proc.returncode == 2

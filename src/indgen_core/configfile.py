@@ -113,7 +113,9 @@ def _inner_model(annotation: Any) -> Any:
 
 def validation_error(path: str | Path, exc: ValidationError, model: type[BaseModel]) -> ConfigError:
     """The first problem of a pydantic ValidationError as a ConfigError (and how many more there are)."""
-    errors = exc.errors()
+    # an unknown key first: a misspelt key is also why its right spelling is "missing", and the
+    # did-you-mean is the sentence that helps (`trial_per_level:` said "trials_per_level is required")
+    errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
     first = errors[0]
     message = _describe(first, model)
     field = _field_name(first["loc"])

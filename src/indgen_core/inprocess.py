@@ -23,6 +23,16 @@ def make_policy(name: str, endpoints: Mapping[str, str] | None = None) -> Policy
     return registry.make(registry.POLICIES, name)
 
 
+def check_runnable(world: str, policies: list[str], endpoints: Mapping[str, str] | None = None) -> None:
+    """Every name a campaign run in this process will make resolves, before anything is written:
+    a misspelt policy planned 100 trials, failed at the first and left the campaign `running`
+    for good. Loads (imports) each class without building it."""
+    registry.load(registry.WORLDS, world)
+    for name in policies:
+        if not (endpoints and name in endpoints):
+            registry.load(registry.POLICIES, name)
+
+
 class InProcessExecutor:
     """Executor (TaskSetup -> TrialResult) over one world instance and lazily built policies."""
 

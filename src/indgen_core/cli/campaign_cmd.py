@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from indgen_core import blind, paths
@@ -75,6 +76,20 @@ def register(sub: argparse._SubParsersAction) -> None:
             _workers_option(sp)
         add_db_option(sp)
         sp.set_defaults(func=func)
+
+    dp = csub.add_parser(
+        "delete",
+        help="remove a campaign, its results and its artifacts from the store",
+        description="Remove a campaign and everything the store holds of it (trials, attempts, results, "
+        "labels, events, the certificates it earned) and its artifact files under the artifacts folder "
+        "(reports, level images, videos); bags are kept, as a bag may hold other campaigns. A running "
+        "campaign is refused unless --force (a run that was killed leaves its status 'running').",
+    )
+    dp.add_argument("id", help="campaign id")
+    dp.add_argument("--yes", action="store_true", help="do not ask")
+    dp.add_argument("--force", action="store_true", help="delete a campaign whose status says running")
+    add_db_option(dp)
+    dp.set_defaults(func=cmd_delete)
 
     up = csub.add_parser(
         "unblind",
@@ -281,6 +296,12 @@ def _worker_count(text: str) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from indgen_core.campaign import load_campaign_config
+    from indgen_core.inprocess import check_runnable
+
+    config = load_campaign_config(args.config)
+    if not args.cluster:  # a cluster's workers make them, in their own environment
+        check_runnable(config.world, config.policies, config.endpoints)
     with open_store(args) as store:
         record = _plan(args, store)
         return _run(store, record.id, args.workers, args.cluster)
@@ -294,42 +315,22 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 def _run(store, campaign_id: str, workers: int = 1, cluster: str | None = None) -> int:
     from indgen_core.analysis import summarize
-    from indgen_core.inprocess import InProcessExecutor
-    from indgen_core.progress import ProgressPrinter
     from indgen_core.report import print_table
-    from indgen_core.runner import run_campaign
 
     record = store.campaign(campaign_id)
     total = len(store.planned_trials(campaign_id))
-    if cluster or workers != 1:
-        from indgen_core import cluster as cluster_mod
-
-        with (
-            cluster_mod.connect(cluster, workers or cluster_mod.default_workers()) as client,
-            ProgressPrinter(total, f"campaign {campaign_id}") as bar,
-        ):
-            summary = cluster_mod.run_campaign_cluster(
-                store,
-                campaign_id,
-                client,
-                progress=lambda done, tot, trial, res: bar.update(
-                    done, f"{trial.trial_id}: {res.outcome.name.lower()}"
-                ),
-            )
-    else:
-        executor = InProcessExecutor(record.world, endpoints=record.config.get("endpoints"))
-        try:
-            with ProgressPrinter(total, f"campaign {campaign_id}") as bar:
-                summary = run_campaign(
-                    store,
-                    campaign_id,
-                    executor,
-                    progress=lambda done, tot, trial, res: bar.update(
-                        done, f"{trial.trial_id}: {res.outcome.name.lower()}"
-                    ),
-                )
-        finally:
-            executor.close()
+    already = total - len(store.pending_trials(campaign_id))
+    try:
+        summary = _run_trials(store, record, total, already, workers, cluster)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: say where it stands and how to go on
+        left = len(store.pending_trials(campaign_id))
+        store.set_status(campaign_id, "interrupted", f"interrupted with {left} of {total} trials pending")
+        print(
+            f"campaign {campaign_id} interrupted: {total - left} of {total} trials done, {left} pending; "
+            f"`indgen campaign resume {campaign_id}` goes on",
+            file=sys.stderr,
+        )
+        raise
     if blind.rates_hidden(store, store.campaign(campaign_id)):
         print(f"blind campaign: its rates stay hidden until it is done (`indgen campaign resume {campaign_id}`)")
     else:
@@ -344,6 +345,32 @@ def _run(store, campaign_id: str, workers: int = 1, cluster: str | None = None) 
     if index is not None:
         print(f"index: {index}")
     return 0
+
+
+def _run_trials(store, record, total: int, already: int, workers: int, cluster: str | None):
+    """The campaign's pending trials, in this process or on workers, with a progress bar whose
+    time left counts this run's pace only."""
+    from indgen_core.inprocess import InProcessExecutor
+    from indgen_core.progress import ProgressPrinter
+    from indgen_core.runner import run_campaign
+
+    def progress(bar):
+        return lambda done, tot, trial, res: bar.update(done, f"{trial.trial_id}: {res.outcome.name.lower()}")
+
+    if cluster or workers != 1:
+        from indgen_core import cluster as cluster_mod
+
+        with (
+            cluster_mod.connect(cluster, workers or cluster_mod.default_workers()) as client,
+            ProgressPrinter(total, f"campaign {record.id}", already=already) as bar,
+        ):
+            return cluster_mod.run_campaign_cluster(store, record.id, client, progress=progress(bar))
+    executor = InProcessExecutor(record.world, endpoints=record.config.get("endpoints"))
+    try:
+        with ProgressPrinter(total, f"campaign {record.id}", already=already) as bar:
+            return run_campaign(store, record.id, executor, progress=progress(bar))
+    finally:
+        executor.close()
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -395,6 +422,51 @@ def cmd_status(args: argparse.Namespace) -> int:
         pending = sum(n["pending"] for n in counts.values())
         total = sum(n["planned"] for n in counts.values())
         console.print(f"{total - pending}/{total} trials finished")
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    import shutil
+    import time
+
+    from indgen_core import paths
+    from indgen_core.errors import IndGenError
+
+    with open_store(args) as store:
+        record = store.campaign(args.id)
+        if record.status == "running" and not args.force:
+            age = time.time() - record.updated_at
+            raise IndGenError(
+                f"campaign {args.id} is running (its last change {age / 60:.0f} min ago): stop it first, or pass "
+                "--force if nothing runs it any more (a killed run leaves it 'running')"
+            )
+        planned = len(store.planned_trials(args.id))
+        what = f"campaign {args.id} ({planned} trials, {len(store.artifacts(args.id))} artifacts)"
+        if not args.yes:
+            if not sys.stdin.isatty():
+                raise IndGenError(f"deleting {what} needs --yes where nobody can answer a question")
+            if input(f"delete {what}? [y/N] ").strip().lower() not in ("y", "yes"):
+                print("nothing deleted")
+                return 1
+        files = store.delete_campaign(args.id)
+    root = paths.artifacts_dir().resolve()
+    removed = kept = 0
+    for name in files:
+        path = Path(name).resolve()
+        if root not in path.parents or path.suffix == ".mcap" or (path / "metadata.yaml").exists():
+            kept += 1  # outside the artifacts folder, or a bag: another campaign's too
+            continue
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        removed += 1
+    report = paths.artifacts_dir() / "reports" / args.id
+    if report.is_dir():
+        shutil.rmtree(report, ignore_errors=True)
+        removed += 1
+    kept_text = f", {kept} kept (bags, or outside {root})" if kept else ""
+    print(f"deleted {what}: {removed} artifact(s) removed{kept_text}")
     return 0
 
 

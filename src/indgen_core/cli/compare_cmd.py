@@ -14,7 +14,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "compare",
         help="compare policies level by level (paired by seed, Holm-adjusted)",
         description="Compare every policy of the named campaigns (or of a --group) with every other, "
-        "at each level: the difference in success rate with its 95%% interval, the p-value adjusted by "
+        "at each level: the difference in success rate with its 95% interval, the p-value adjusted by "
         "Holm over all levels and pairs, and which policy is shown better. A single campaign whose "
         "file registered an analysis runs exactly that one. Trials with the same planned seed are pairs "
         "(exact McNemar, Tango's interval); where the seeds differ, Boschloo's exact test and "

@@ -105,6 +105,21 @@ class CampaignsMixin(StoreBase):
             rows = self._db.execute("SELECT * FROM campaigns WHERE group_name=? ORDER BY created_at", (group,))
         return [self._campaign(r) for r in rows]
 
+    #: every table that holds a campaign's rows, children first (foreign keys)
+    _CAMPAIGN_TABLES = (
+        "events", "labels", "results", "attempts", "artifacts", "certificates", "campaign_keys", "trials"
+    )  # fmt: skip
+
+    def delete_campaign(self, campaign_id: str) -> list[str]:
+        """Remove a campaign and everything the store holds of it (its certificates too: the
+        evidence is gone); returns the paths of its artifacts, for the caller to remove."""
+        with self._tx() as db:
+            paths = [r[0] for r in db.execute("SELECT path FROM artifacts WHERE campaign_id=?", (campaign_id,))]
+            for table in self._CAMPAIGN_TABLES:
+                db.execute(f"DELETE FROM {table} WHERE campaign_id=?", (campaign_id,))  # a constant name
+            db.execute("DELETE FROM campaigns WHERE id=?", (campaign_id,))
+        return paths
+
     def set_status(self, campaign_id: str, status: str, message: str = "") -> None:
         with self._tx() as db:
             db.execute("UPDATE campaigns SET status=?, updated_at=? WHERE id=?", (status, time.time(), campaign_id))

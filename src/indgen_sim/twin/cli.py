@@ -96,7 +96,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="The sim-in-the-loop dry run (what `make demo` runs): bring the axis graph up "
         "with the twin and the oracle, which certifies tau_0..tau_4; then again with the tau_0 "
         "policy (trained first when its checkpoint is missing). Prints the per-level tables with "
-        "95%% intervals and the break level, and writes one report with both curves and an "
+        "95% intervals and the break level, and writes one report with both curves and an "
         "exterior image per level.",
     )
     d.add_argument("--axis", choices=AXES, default="stack")
