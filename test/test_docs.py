@@ -181,6 +181,17 @@ def test_the_profile_and_interface_references_list_every_argument_and_definition
             assert path.read_text().strip().splitlines()[0] in page
 
 
+def test_the_specs_reference_lists_every_key_of_every_spec():
+    from indgen_core import registry
+
+    page = reference.specs_page()
+    for name in registry.names(registry.SPECS):
+        spec = registry.load(registry.SPECS, name)
+        assert f"## {name}\n" in page and spec.request_fields and spec.reply_fields
+        for f in (*spec.request_fields, *spec.reply_fields):
+            assert f"| `{f.key}" in page and f.meaning.split()[0] in page, (name, f.key)
+
+
 # -- what the pages mention exists --------------------------------------------------------------
 def shell_commands(snippet: str) -> list[str]:
     """The `indgen ...` commands of a snippet: at the start of a line or after ; && || | ( or

@@ -8,7 +8,10 @@ build, so that they cannot drift from it and are never written twice.
   and actions (its endpoints), from its package's node_interfaces.py;
 - graph-profiles.md: the profile language (graph.py's docstring) and every shipped profile's
   arguments;
-- interfaces.md: the .msg/.srv/.action files of indgen_msgs.
+- interfaces.md: the .msg/.srv/.action files of indgen_msgs;
+- specs.md: each registered observation/action spec's request and reply keys (dtype, shape,
+  meaning, when sent), from its `request_fields` and `reply_fields`, which a test holds true
+  to the request each world really sends.
 
 `test/test_docs.py` checks the pages list everything the code has.
 """
@@ -282,12 +285,51 @@ def interfaces_page() -> str:
     return "".join(out)
 
 
+# -- specs ---------------------------------------------------------------------------------------------
+def specs_page() -> str:
+    from indgen_core import registry
+
+    out = ["# Observation and action specs: what your policy receives and answers\n\n", GENERATED]
+    out.append(
+        "Each world sends its requests through one spec, in openpi's wire format (a dict of numpy arrays and "
+        "strings, msgpack-numpy over a websocket). These tables are the specs' own declarations "
+        "(`request_fields`, `reply_fields` in `src/indgen_core/specs/`); `test/test_policy_check.py` holds them "
+        "to the request each world really sends, and `indgen policy check` judges your reply by them "
+        "([your own policy](../guides/own-policy.md)).\n\n"
+    )
+    worlds: dict[str, list[str]] = {}
+    for name in registry.names(registry.WORLDS):
+        try:
+            worlds.setdefault(registry.load(registry.WORLDS, name).spec, []).append(name)
+        except Exception:  # a world whose optional dependency is missing here
+            continue
+    for name in registry.names(registry.SPECS):
+        spec = registry.load(registry.SPECS, name)
+        doc = (spec.__doc__ or importlib.import_module(spec.__module__).__doc__ or "").strip().split("\n\n")[0]
+        out.append(f"## {name}\n\n")
+        served = ", ".join(f"`{w}`" for w in worlds.get(name, [])) or "-"
+        out.append(f"Worlds: {served}. {prose(' '.join(doc.split()))}\n\n")
+        out.append(
+            f"A reply's first {spec.horizon} action(s) run open-loop before the next request; its columns: "
+            f"{', '.join(f'`{a}`' for a in spec.action_names)}.\n\n"
+        )
+        for title, fields in (("Request", spec.request_fields), ("Reply", spec.reply_fields)):
+            out.append(f"### {title}\n\n| key | dtype | shape | what | sent |\n| --- | --- | --- | --- | --- |\n")
+            for f in fields:
+                key = f"{f.key}<name>" if f.key.endswith("/") else f.key
+                shape = str(tuple(f.shape)).replace("'", "")
+                out.append(f"| `{key}` | {f.dtype} | {shape} | {cell(f.meaning)} | {cell(f.when)} |\n")
+            out.append("\n")
+    return "".join(out)
+
+
 PAGES = {
     "cli.md": cli_page,
     "config.md": config_page,
     "nodes.md": nodes_page,
     "graph-profiles.md": profiles_page,
     "interfaces.md": interfaces_page,
+    "specs.md": specs_page,
 }
 
 

@@ -27,6 +27,7 @@ CORE_COMMANDS = [
     "indgen_core.cli.report_cmd",
     "indgen_core.cli.compare_cmd",
     "indgen_core.cli.serve_cmd",
+    "indgen_core.cli.policy_cmd",
     "indgen_core.cli.launch_cmd",
     "indgen_core.cli.bag_cmd",
     "indgen_core.cli.dataset_cmd",

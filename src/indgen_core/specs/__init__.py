@@ -9,6 +9,7 @@ spec objects, so a policy cannot tell them apart.
 from __future__ import annotations
 
 import abc
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -16,6 +17,29 @@ import numpy as np
 from indgen_core.errors import IndGenError
 from indgen_core.records import TaskSetup
 from indgen_core.world import Action, Observation
+
+
+@dataclass(frozen=True)
+class WireField:
+    """One key of a request or a reply on the wire, as a policy author needs it: the docs' table
+    of each spec is generated from these, `indgen policy check` judges a reply by them, and a
+    test holds every world's real request to them (so they cannot drift from `request`).
+    `shape` uses "chunk" for a reply's variable first dimension and "n" for a count that
+    depends on the scene."""
+
+    key: str
+    dtype: str  # a numpy dtype name, or "str"
+    shape: tuple[int | str, ...]
+    meaning: str
+    when: str = "always"  # "simulation only (privileged)", "when the camera is sent", ...
+
+
+#: the keys every spec's request carries for stateful and stochastic policies
+EPISODE_FIELDS = (
+    WireField("episode/seed", "uint64", (), "the trial's seed: a stochastic policy seeds its draws from it"),
+    WireField("episode/step", "int64", (), "the step within the episode; 0 starts a new one (reset a history)"),
+    WireField("episode/id", "str", (), "the trial id (a blind campaign's letter, never a policy name)"),
+)
 
 
 class BadAction(IndGenError):
@@ -28,6 +52,10 @@ class Spec(abc.ABC):
     horizon: int = 1
     #: what each column of a reply's actions means (tables of `indgen bag replay`)
     action_names: ClassVar[tuple[str, ...]] = ()
+    #: the request's keys (a key whose name ends in "/" is a family: privileged/objects/<name>)
+    request_fields: ClassVar[tuple[WireField, ...]] = ()
+    #: the reply's keys IndGen reads (a server may send more: they are ignored)
+    reply_fields: ClassVar[tuple[WireField, ...]] = ()
 
     @abc.abstractmethod
     def request(self, obs: Observation, setup: TaskSetup, step: int) -> dict[str, Any]:

@@ -10,13 +10,30 @@ from __future__ import annotations
 
 import numpy as np
 
-from indgen_core.specs import BadAction, Spec, reply_array
+from indgen_core.specs import EPISODE_FIELDS, BadAction, Spec, WireField, reply_array
 
 
 class BlockEnvSpec(Spec):
     name = "blockenv"
     horizon = 1
     action_names = ("row", "col", "theta")
+    request_fields = (
+        WireField("observation/grid", "uint8", (16, 16), "the grid: 0 empty, 1 a distractor block, 2 the goal block"),
+        WireField(
+            "observation/level", "int64", (), "the depth k of the chains around the goal (goal-conditioned policies)"
+        ),
+        *EPISODE_FIELDS,
+        WireField("prompt", "str", (), "the task's language instruction"),
+    )
+    reply_fields = (
+        WireField(
+            "actions",
+            "int64",
+            ("chunk", 3),
+            "one grasp per step: row, col (0-15) and theta (0 from top/bottom, 1 from left/right); the first is "
+            "executed",
+        ),
+    )
 
     def request(self, obs, setup, step):
         return {

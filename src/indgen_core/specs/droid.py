@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from indgen_core.specs import Spec, reply_array
+from indgen_core.specs import EPISODE_FIELDS, Spec, WireField, reply_array
 
 IMAGE_SIZE = 224
 CONTROL_HZ = 15
@@ -37,6 +37,43 @@ class DroidSpec(Spec):
     name = "droid"
     horizon = 8
     action_names = (*(f"joint_{i}" for i in range(1, 8)), "gripper")
+    request_fields = (
+        WireField(
+            "observation/exterior_image_1_left",
+            "uint8",
+            (IMAGE_SIZE, IMAGE_SIZE, 3),
+            "the exterior camera, RGB, letterboxed to 224 x 224 (openpi's resize_with_pad)",
+            "when the camera is sent (cameras:=exterior_1,...)",
+        ),
+        WireField(
+            "observation/wrist_image_left",
+            "uint8",
+            (IMAGE_SIZE, IMAGE_SIZE, 3),
+            "the wrist camera, RGB, letterboxed to 224 x 224",
+            "when the camera is sent (cameras:=...,wrist)",
+        ),
+        WireField("observation/joint_position", "float64", (7,), "the arm's measured joint positions, rad"),
+        WireField("observation/gripper_position", "float64", (1,), "the gripper, 0 open .. 1 closed"),
+        WireField("prompt", "str", (), "the task's language instruction"),
+        *EPISODE_FIELDS,
+        WireField(
+            "privileged/objects/",
+            "float64",
+            (7,),
+            "each object's pose: position (m) and quaternion (w, x, y, z), one key per object",
+            "simulation only (privileged:=true)",
+        ),
+        WireField("privileged/task", "str", (), "the task's name (stack, scale)", "simulation only (privileged:=true)"),
+    )
+    reply_fields = (
+        WireField(
+            "actions",
+            "float32",
+            ("chunk", 8),
+            "7 joint velocities (1 = 3 rad/s, clipped to [-1, 1]) and the gripper (> 0.5 closes); the first "
+            "8 of a chunk run open-loop at 15 Hz",
+        ),
+    )
 
     def request(self, obs, setup, step):
         req = {

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from indgen_core.specs import Spec, reply_array
+from indgen_core.specs import EPISODE_FIELDS, Spec, WireField, reply_array
 from indgen_core.specs.droid import letterbox
 
 SETTLE_STEPS = 10
@@ -35,6 +35,52 @@ class LiberoSpec(Spec):
     name = "libero"
     horizon = 5
     action_names = ("dx", "dy", "dz", "droll", "dpitch", "dyaw", "gripper")
+    request_fields = (
+        WireField(
+            "observation/image",
+            "uint8",
+            (224, 224, 3),
+            "the agentview camera, RGB, rotated 180 degrees and letterboxed to 224 x 224",
+            "when the camera is rendered",
+        ),
+        WireField(
+            "observation/wrist_image",
+            "uint8",
+            (224, 224, 3),
+            "the wrist camera, as the agentview",
+            "when the camera is rendered",
+        ),
+        WireField(
+            "observation/state", "float64", (8,), "end-effector position (3, m), axis-angle (3), finger positions (2)"
+        ),
+        WireField("prompt", "str", (), "the task's language instruction"),
+        *EPISODE_FIELDS,
+        WireField(
+            "privileged/objects/",
+            "float64",
+            (7,),
+            "each object's pose: position (m) and quaternion",
+            "simulation only (privileged:=true)",
+        ),
+        WireField("privileged/pick", "str", (), "the object to pick", "simulation only (privileged:=true)"),
+        WireField("privileged/place", "str", (), "where to place it", "simulation only (privileged:=true)"),
+        WireField(
+            "privileged/grasp",
+            "float64",
+            ("n",),
+            "the pick object's top and footprint",
+            "simulation only (privileged:=true)",
+        ),
+    )
+    reply_fields = (
+        WireField(
+            "actions",
+            "float32",
+            ("chunk", 7),
+            "end-effector delta pose (6, OSC_POSE, clipped to [-1, 1]) and the gripper (> 0 closes); the first 5 of "
+            "a chunk run open-loop",
+        ),
+    )
 
     def request(self, obs, setup, step):
         req = {
