@@ -35,3 +35,6 @@ def test_the_guides_commands_check_run_and_compare_the_example_policy(tmp_path):
     better = {row["level"]: row["better"] for row in data["comparisons"]}
     assert better == {0: None, 1: "blockenv_random_legal", 2: "blockenv_random_legal", 3: "blockenv_random_legal",
                       4: "blockenv_random_legal"}, better
+    # the report says who ran: each policy's identity as it gave it, IndGen's version and commit
+    report = Path(indgen("report", "mine").split("markdown: ")[1].split()[0]).read_text()
+    assert '- `goal_grasper`: {"policy": "goal_grasper", "spec": "blockenv"}' in report, report[:2000]

@@ -53,6 +53,14 @@ def test_report_command_writes_html_png_markdown_and_json(two_policy_campaign, t
     md = (out / "report.md").read_text()
     assert "![success per level](success_per_level.png)" in md
     assert "Policy comparisons" in md
+    # what a reviewer asks before the table: when, what, where; every word defined; one table
+    # of both policies with their difference; how the failures failed
+    from indgen_core import __version__
+
+    assert "## Provenance" in md and f"IndGen {__version__}" in md and f"by `indgen report {cid}" in md
+    assert "Words: **held** / **broken**" in md and "| verdict | marks |" in md
+    assert "### Side by side" in md and "| `skilled` | `clumsy` | first - second (95% interval) | Holm p |" in md
+    assert "### Why trials failed, per level" in md
 
     summary = json.loads((out / "summary.json").read_text())
     camp = summary["campaigns"][0]
@@ -84,3 +92,19 @@ def test_a_rate_is_never_rounded_across_the_threshold():
     assert interval_text((0.0, 0.1979), 0.2) == "[0%, 19.8%]"  # a broken level's bound was printed "20%"
     assert percent(0.19999, 0.2) == "19.999%" and percent(0.2, 0.2) == "20%" and percent(0.5, 0.2) == "50%"
     assert percent(0.2049, 0.2) == "20%"  # at or above it and shown so: whole
+
+
+def test_level_images_stand_in_one_row_and_are_embedded(tmp_path):
+    """The level images were stacked five screens tall: now one table row, each embedded."""
+    from indgen_core.report.html_page import _md_to_html
+
+    files = {}
+    for k in range(3):
+        path = tmp_path / f"level_k{k}.png"
+        Image.new("RGB", (8, 8), (40 * k, 0, 0)).save(path)
+        files[path.name] = path
+    md = "| k=0 | k=1 | k=2 |\n|---|---|---|\n| " + " | ".join(f"![k={k}](level_k{k}.png)" for k in range(3)) + " |"
+    html = _md_to_html(md, files)
+    row = html.split("<tr>")[2]
+    assert row.count("<td><img alt=\"k=") == 3 and row.count("data:image/png;base64,") == 3, row[:300]
+    assert "level_k0.png" not in html.replace('alt="k=0"', "")  # embedded, not linked

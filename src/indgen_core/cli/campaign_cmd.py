@@ -352,6 +352,7 @@ def _run_trials(store, record, total: int, already: int, workers: int, cluster: 
     time left counts this run's pace only."""
     from indgen_core.inprocess import InProcessExecutor
     from indgen_core.progress import ProgressPrinter
+    from indgen_core.report.provenance import record_policy
     from indgen_core.runner import run_campaign
 
     def progress(bar):
@@ -370,6 +371,8 @@ def _run_trials(store, record, total: int, already: int, workers: int, cluster: 
         with ProgressPrinter(total, f"campaign {record.id}", already=already) as bar:
             return run_campaign(store, record.id, executor, progress=progress(bar))
     finally:
+        for name, policy in executor.policies.items():  # who ran: the report's provenance
+            record_policy(store, record.id, name, dict(getattr(policy, "metadata", {}) or {}))
         executor.close()
 
 

@@ -7,6 +7,8 @@ The package, by idea (each module reads in one sitting):
                    the break and guarantee texts, and the JSON summary
     markdown.py    the Markdown report, section by section
     html_page.py   the Markdown rendered into one self-contained HTML page
+    provenance.py  when, by what, on which machine, and each policy's identity
+    failures.py    why trials failed, per level, with a trial of each
     terminal.py    the tables printed on the terminal
 
 This module writes the folder (`write_report`): the plot, the images copied beside the
@@ -24,8 +26,10 @@ from pathlib import Path
 
 from indgen_core import plots
 from indgen_core.analysis import summarize
+from indgen_core.report.failures import failure_lines
 from indgen_core.report.html_page import _CSS, _md_to_html
 from indgen_core.report.markdown import markdown
+from indgen_core.report.provenance import provenance_lines
 from indgen_core.report.rows import comparison_rows, summary_json
 from indgen_core.report.terminal import print_table
 from indgen_core.store import ResultsStore
@@ -68,7 +72,8 @@ def write_report(
             if art["level"] is not None and path.is_file() and art["level"] not in videos:
                 # linked where it is (videos are large): relative to the report when they can be
                 videos[art["level"]] = os.path.relpath(path.resolve(), out_dir.resolve())
-    md = markdown(summaries, [plot.name], images, videos)
+    failures = {s.record.id: failure_lines(store, s) for s in summaries}
+    md = markdown(summaries, [plot.name], images, videos, provenance_lines(store, summaries), failures)
     md_path = out_dir / "report.md"
     md_path.write_text(md)
     html_path = out_dir / "report.html"

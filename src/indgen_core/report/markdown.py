@@ -1,6 +1,7 @@
-"""The report in Markdown: per campaign its settings and Definition 4 checks, one table of
-levels per policy, then the comparisons, the twin's help, the success checks, the operator's
-labels, the robot's stops and the invalid setups; then one image and one video per level. The
+"""The report in Markdown: its provenance; per campaign its settings and Definition 4 checks,
+one table of levels per policy with the words it uses defined under it, then the comparisons,
+the twin's help, the success checks, why trials failed, the operator's labels, the robot's
+stops and the invalid setups; then the level images in a row and one video per level. The
 HTML page is this text rendered (html_page.py)."""
 
 from __future__ import annotations
@@ -19,17 +20,29 @@ from indgen_core.report.rows import (
     twin_rows,
 )
 
+#: every word a level table prints, defined where it is printed (docs/statistics.md has more)
+WORDS = (
+    "Words: **held** / **broken**: the trials show the level's rate at or above / below the threshold, "
+    "each claim with at most 2.5% error; **undecided**: they show neither yet. **BREAK** marks the point "
+    "estimate: the first level whose observed rate is below the threshold (the paper's Table 1), which "
+    "may be undecided. **conservative**: the first level shown broken with the stated error. **k\\***: the "
+    "last level through which every level is shown held. **ID**: in distribution (tau_0's set)."
+)
+
 
 def markdown(
     summaries: Sequence[CampaignSummary],
     plot_names: Sequence[str],
     images: dict[int, str],
     videos: dict[int, str] | None = None,
+    provenance: Sequence[str] = (),
+    failures: dict[str, list[str]] | None = None,
 ) -> str:
     first = summaries[0].record
     lines = [f"# IndGen report: axis `{first.axis}` in `{first.world}`", ""]
     for name in plot_names:
         lines += [f"![success per level]({name})", ""]
+    lines += list(provenance)
     for s in summaries:
         r = s.record
         lines += [
@@ -60,7 +73,7 @@ def markdown(
                 f"With a stated error: {guarantee_text(c)}.",
                 "",
                 *([f"Break search: {search_text(c)}.", ""] if c.search else []),
-                "| k | parameters | n | successes | rate | 95% interval | verdict | |",
+                "| k | parameters | n | successes | rate | 95% interval | verdict | marks |",
                 "|---|---|---|---|---|---|---|---|",
             ]
             for row in level_rows(s, c):
@@ -79,6 +92,10 @@ def markdown(
                     f"aborted attempts (re-run): {c.aborted_attempts}",
                     "",
                 ]
+        if s.curves:
+            lines += [WORDS, ""]
+        if len(s.curves) > 1:
+            lines += side_by_side(s)
         if s.registered_plan:
             lines += [
                 f"### Pre-registered analysis: {s.registered_plan}",
@@ -105,6 +122,7 @@ def markdown(
                     f"| {policy} | {level} | {entry['n']} | " + " | ".join(str(entry.get(k, 0)) for k in names) + " |"
                 )
             lines.append("")
+        lines += (failures or {}).get(r.id, [])
         if s.operator:
             kinds = ("labelled", "relabelled", "redone", "skipped", "invalid", "disagreements")
             lines += [
@@ -141,13 +159,47 @@ def markdown(
             lines += ["### Invalid setups (not scored)", ""]
             lines += [f"- k={i['level']} ({i['trial_id']}): {i['reason']}" for i in s.invalid]
             lines.append("")
-    if images:
+    if images:  # in a row: one table row of images, the levels side by side
+        levels = sorted(images)
         lines += ["## One image per level", ""]
-        lines += [f"**k={k}**\n\n![k={k}]({name})\n" for k, name in sorted(images.items())]
+        lines += ["| " + " | ".join(f"k={k}" for k in levels) + " |", "|" + "---|" * len(levels)]
+        lines += ["| " + " | ".join(f"![k={k}]({images[k]})" for k in levels) + " |", ""]
     if videos:
         lines += ["## One video per level", "", "(from the campaign's bag: `indgen bag video`)", ""]
         lines += [f"- k={k}: [{Path(path).name}]({path})" for k, path in sorted(videos.items())]
     return "\n".join(lines) + "\n"
+
+
+def side_by_side(summary: CampaignSummary) -> list[str]:
+    """Every policy's rate per level in one table, and, for two policies, their difference as
+    the comparison measured it (paired by seed where the seeds match)."""
+    s = summary
+    rows = {c.policy: {row["k"]: row for row in level_rows(s, c)} for c in s.curves}
+    levels = sorted({k for by_k in rows.values() for k in by_k})
+    pair = {c.level: c for c in s.comparisons} if len(s.curves) == 2 else {}
+    head = ["k", "parameters", *(f"`{c.policy}`" for c in s.curves)]
+    if pair:
+        head += ["first - second (95% interval)", "Holm p"]
+    lines = ["### Side by side", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for k in levels:
+        cells = [str(k), next(by_k[k]["parameters"] for by_k in rows.values() if k in by_k)]
+        for c in s.curves:
+            row = rows[c.policy].get(k)
+            cells.append(
+                f"{percent(row['rate'], s.threshold)} ({row['successes']}/{row['n']}) {row['verdict']}" if row else "-"
+            )
+        cmp = pair.get(k)
+        if cmp is not None:  # first policy minus second, whichever way the comparison ran
+            sign = 1 if cmp.a == s.curves[0].policy else -1
+            low, high = sorted(sign * v for v in cmp.interval)
+            cells += [
+                f"{100 * sign * cmp.difference:+.0f}% [{100 * low:+.0f}%, {100 * high:+.0f}%]",
+                f"{cmp.p_adjusted:.3g}",
+            ]
+        elif pair:
+            cells += ["-", "-"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return [*lines, ""]
 
 
 def twin_markdown(summary: CampaignSummary) -> list[str]:
