@@ -128,7 +128,10 @@ def test_the_index_in_a_browser_filters_sorts_overlays_and_every_link_resolves(s
       const statuses = await Promise.all(links.map(h => fetch(h).then(r => r.status, () => 0)));
       const blindRow = Array.from(document.querySelectorAll('#campaigns tbody tr'))
                           .find(r => r.cells[1].textContent === 'ab-lab').innerText;
-      return {all, random, certify, sorted, pickable: picks.length, lines, links, statuses, blindRow};
+      const wide = document.documentElement.scrollWidth, window_ = window.innerWidth;
+      const sparks = document.querySelectorAll('#campaigns td.spark svg polyline').length;
+      return {all, random, certify, sorted, pickable: picks.length, lines, links, statuses, blindRow, wide,
+              window_, sparks};
     })()"""
     report, got = open_page(f"{served}/reports/index.html", evaluate=script)
     assert report.problems == [] and report.title == "IndGen results"
@@ -137,6 +140,34 @@ def test_the_index_in_a_browser_filters_sorts_overlays_and_every_link_resolves(s
     assert got["pickable"] == 3 and got["lines"] == 2  # the blind one has no curve to show
     assert got["links"] and all(status == 200 for status in got["statuses"]), got
     assert "A, B (blind)" in got["blindRow"] and "oracle" not in got["blindRow"]
+    # every column fits a 1280 px window (its right columns were cut), and each campaign with
+    # results has its per-level sparkline
+    assert got["window_"] == 1280 and got["wide"] <= 1280, got
+    assert got["sparks"] == 3
+
+
+def test_a_campaign_without_trials_and_a_dead_run_say_so(tmp_path):
+    """Found by a new user: "breaks at: none" for a campaign with 0 trials (as if it held), and a
+    killed run shown `running` for good."""
+    import sqlite3
+    import time
+
+    from indgen_core.report.index_page import campaign_entry
+
+    db = tmp_path / "r.sqlite"
+    with ResultsStore(db) as store:
+        config = CampaignConfig(name="idle", axis="blockenv_depth", world="blockenv", policies=["blockenv_oracle"],
+                                levels=[0, 1], trials_per_level=2, seed=3, purpose="certify")
+        record = plan_campaign(store, config, campaign_id="idle")
+        entry = campaign_entry(store, record, tmp_path)
+        assert entry["breaks"] == entry["k_star"] == "no trials yet" and entry["status"] == "planned"
+        store.set_status("idle", "running")
+        assert campaign_entry(store, store.campaign("idle"), tmp_path)["status"] == "running"  # just started
+    with sqlite3.connect(db) as conn:  # three hours later, nothing recorded
+        conn.execute("UPDATE campaigns SET updated_at=? WHERE id='idle'", (time.time() - 3 * 3600,))
+    with ResultsStore(db) as store:
+        status = campaign_entry(store, store.campaign("idle"), tmp_path)["status"]
+    assert status == "running? nothing recorded for 3 h (killed? `indgen campaign resume idle`)", status
 
 
 def test_an_index_of_an_empty_store_and_a_bad_output_are_one_sentence(tmp_path):

@@ -27,6 +27,17 @@ from indgen_core.store import CampaignRecord, ResultsStore
 
 INDEX_NAME = "index.html"
 logger = logging.getLogger(__name__)
+#: a campaign that says "running" with nothing recorded for this long is shown as likely dead
+#: (a run that was killed leaves its status "running"); a person building a scene is quicker
+QUIET_S = 30 * 60
+
+
+def _status(record: CampaignRecord, last_activity: float, now: float) -> str:
+    if record.status != "running" or now - last_activity < QUIET_S:
+        return record.status
+    quiet = now - last_activity
+    since = f"{quiet / 3600:.0f} h" if quiet >= 3600 else f"{quiet / 60:.0f} min"
+    return f"running? nothing recorded for {since} (killed? `indgen campaign resume {record.id}`)"
 
 
 def campaign_entry(store: ResultsStore, record: CampaignRecord, out_dir: Path) -> dict[str, Any]:
@@ -36,6 +47,8 @@ def campaign_entry(store: ResultsStore, record: CampaignRecord, out_dir: Path) -
     planned = store.planned_trials(record.id)
     counts = store.counts(record.id)
     done = sum(c["success"] + c["failure"] + c["timeout"] + c["invalid"] for c in counts.values())
+    recorded = [row.recorded_at for row in store.rows(record.id) if row.recorded_at]
+    last_activity = max([record.updated_at, *recorded])
     entry: dict[str, Any] = {
         "id": record.id,
         "world": record.world,
@@ -43,7 +56,7 @@ def campaign_entry(store: ResultsStore, record: CampaignRecord, out_dir: Path) -
         "policies": sorted(names.values()),
         "blind": blind.blinded(store, record),
         "purpose": record.purpose,
-        "status": record.status,
+        "status": _status(record, last_activity, time.time()),
         "done": done,
         "planned": len(planned),
         "date": time.strftime("%Y-%m-%d %H:%M", time.localtime(record.created_at)),
@@ -56,6 +69,9 @@ def campaign_entry(store: ResultsStore, record: CampaignRecord, out_dir: Path) -
     }
     if hidden:
         entry["breaks"] = entry["k_star"] = "hidden (blind, running)"
+        return entry
+    if not done:  # "breaks at: none" said the policy held, on no evidence
+        entry["breaks"] = entry["k_star"] = "no trials yet"
         return entry
     summary = summarize(store, record.id)
     breaks, held = [], []
