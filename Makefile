@@ -19,11 +19,12 @@ PYTEST_ARGS ?=
 MENAGERIE_ROOT ?= $(wildcard $(abspath ../shared/menagerie))
 export MENAGERIE_ROOT
 
-.PHONY: help setup libero lerobot demo test test-fast static lint docs lock clean
+.PHONY: help setup libero lerobot demo test test-fast static lint docs docs-serve lock clean
 
 help:
 	@echo "make demo   set up, then run the main job (README.md)"
 	@echo "make docs   build the documentation site into docs/_build/html (warnings are errors)"
+	@echo "make docs-serve  build it, then serve it at http://127.0.0.1:8000/"
 	@echo "make test   set up, then ruff and pytest (PYTEST_ARGS='-k name' to select)"
 	@echo "make test-fast  the same without the slow end-to-end cases"
 	@echo "make setup  only the set-up"
@@ -86,6 +87,13 @@ test-fast: setup libero static
 docs: setup
 	$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
 	@echo "docs: docs/_build/html/index.html"
+
+# the site over HTTP on this machine only (its search reads its index with fetch, which a page
+# opened from file:// may not); Ctrl-C stops it
+DOCS_PORT ?= 8000
+docs-serve: docs
+	@echo "docs: http://127.0.0.1:$(DOCS_PORT)/"
+	$(BIN)/python -m http.server --bind 127.0.0.1 --directory docs/_build/html $(DOCS_PORT)
 
 # the static checks `make test` starts with: lint, the formatting of src/, the types of src/
 # (mypy at its default strictness, configured in pyproject.toml: docs/development.md says why)

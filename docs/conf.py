@@ -14,7 +14,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "_ext"))
 sys.path.insert(0, str(HERE.parent / "src"))
 
+from indgen_core import __version__  # noqa: E402 (after the path above)
+
 project = "IndGen"
+version = release = __version__
 author = "The IndGen authors"
 copyright = "2026, The IndGen authors"
 
@@ -25,7 +28,7 @@ exclude_patterns = ["_build", "README.md"]
 myst_heading_anchors = 3
 myst_enable_extensions = ["colon_fence", "deflist"]
 html_theme = "furo"
-html_title = "IndGen"
+html_title = f"IndGen {__version__}"  # the version on every page
 html_favicon = "images/favicon.svg"
 html_static_path: list[str] = []
 # a link that leaves the site (a repository file, a public page) is not checked by the build;

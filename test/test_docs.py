@@ -127,6 +127,11 @@ def test_the_config_reference_lists_every_key_of_every_file():
     # a nested key, a default and a description from a `#:` comment
     assert "`adaptive.min_trials`" in page and "`arm.velocity_fraction`" in page
     assert "the runner commands at most these fractions of them" in page
+    # every key says what it is: a `description=` or a `#:` comment above the field
+    for _, _, module, name in reference.CONFIG_FILES:
+        model = getattr(importlib.import_module(module), name)
+        empty = [row[0] for row in reference.config_rows(model) if not row[3].strip()]
+        assert empty == [], f"{name}: keys without a description: {empty}"
 
 
 def test_the_node_reference_lists_every_parameter_and_endpoint_of_every_node():

@@ -41,7 +41,11 @@ def test_oracle_campaign_through_the_graph(tmp_path):
         assert sorted(k for _, k in counts) == [0, 1, 2, 3, 4]
         assert all(c["success"] == 10 for c in counts.values())
         assert {c["level"] for c in store.certificates(world="blockenv")} == {0, 1, 2, 3, 4}
+        # who ran, as its server said (the report's provenance), kept once
+        said = [e["message"] for e in store.events("oracle-graph") if e["kind"] == "policy"]
+        assert said == ['blockenv_oracle: {"policy": "blockenv_oracle", "spec": "blockenv"}'], said
     assert (reports / "oracle-graph" / "report.html").is_file()
+    assert '"policy": "blockenv_oracle"' in (reports / "oracle-graph" / "report.md").read_text()
     assert (reports / "oracle-graph" / "success_per_level.png").is_file()
     # the scorer refreshed the results index beside the reports, with a link to this report
     index = (reports / "index.html").read_text()

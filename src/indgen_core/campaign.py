@@ -38,6 +38,7 @@ class AdaptiveConfig(BaseModel):
     break may lie at, under the assumption that success does not rise away from tau_0."""
 
     model_config = ConfigDict(extra="forbid")
+    #: false: every level runs trials_per_level trials, as without this block
     enabled: bool = True
     search: Literal["levels", "break"] = Field(
         default="levels",
@@ -56,6 +57,8 @@ class AnalysisPlan(BaseModel):
     model_config = ConfigDict(extra="forbid")
     compare: list[str] = Field(min_length=2, description="the policies compared, as named in `policies`")
     alpha: float = Field(default=0.05, gt=0, lt=0.5, description="family-wise error over levels and pairs (Holm)")
+    #: paired: trials with the same planned seed are compared as pairs (exact McNemar), a level whose seeds
+    #: differ is refused; unpaired: Boschloo's test at every level; auto: paired where both ran the same seeds
     pairing: Literal["auto", "paired", "unpaired"] = "paired"
     levels: list[int] | None = Field(default=None, description="default: every level of the campaign")
     stop_when_decided: bool = Field(
@@ -76,18 +79,30 @@ class CampaignConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: lower-case identifier; a new campaign's id is <name>-<YYYYmmdd>-<HHMMSS>-<microseconds> unless one is given
     name: str
+    #: the axis the campaign moves, by name (config/axes/<name>.yaml)
     axis: str
+    #: the world the trials run in (a registered world: libero, droid_twin, fr3, ...); one of the axis' worlds
     world: str
+    #: the policies to run, each a registered policy or a key of endpoints; each runs the same planned trials
     policies: list[str] = Field(min_length=1)
+    #: trials per policy and level (with adaptive: the most a level may take)
     trials_per_level: int = Field(ge=1)
     levels: list[int] | None = Field(default=None, description="default: every level of the axis")
+    #: each trial's seed is derived from it, the level and the trial index, so campaigns with the same seed see the
+    #: same setups; it also fixes the shuffle of the trial order and a blind campaign's letters
     seed: int = Field(default=0, ge=0)
     seeds: list[int] | None = Field(default=None, description="fixed seeds per trial index instead of derived ones")
     order: Literal["interleaved", "sequential"] | None = Field(default=None, description="default: the axis' order")
+    #: evaluate: score the policies, on levels with a feasibility certificate (or `--allow-uncertified` with
+    #: `--reason`); certify: run an oracle, and each level it succeeds at at least once is certified in this world
     purpose: Literal["evaluate", "certify"] = EVALUATE
+    #: choose each level's number of trials by its results; null: trials_per_level at every level
     adaptive: AdaptiveConfig | None = None
     max_steps: int = Field(default=0, ge=0, description="0: the world's default")
+    #: keyword arguments the world is built with (LIBERO: {task: 0}), also in each trial's setup; part of every
+    #: feasibility certificate's key
     world_options: dict[str, Any] = {}
     endpoints: dict[str, str] = Field(default={}, description="policy name -> ws://host:port of its policy server")
     certified_by: list[str] = Field(
@@ -95,11 +110,15 @@ class CampaignConfig(BaseModel):
         description="other worlds whose certificates of the same level count "
         "(the real FR3's levels certified in its twin)",
     )
+    #: a label that gathers campaigns (`indgen report --group`, `indgen compare --group`): 1-128 letters,
+    #: digits, '.', '_' or '-'
     group: str = ""
+    #: success rate below which a level counts as broken; null: the axis' break_threshold
     break_threshold: float | None = Field(default=None, gt=0, lt=1)
     blind: bool = Field(
         default=False, description="name the policies A, B, ... to the person, hide running rates (blind.py)"
     )
+    #: a comparison registered before the trials run: `indgen compare ID` and the report run exactly this one
     analysis: AnalysisPlan | None = None
     twin_campaign: str = Field(
         default="",

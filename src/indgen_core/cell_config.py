@@ -25,13 +25,17 @@ class FrankaConfig(BaseModel):
     #: same while accelerating and in nominal motion (DROID's FR3 config, franka_hardware.yaml:
     #: collision_behavior 40 everywhere, applied by polymetis' setCollisionBehavior)
     collision_torque: list[float] = Field(default_factory=lambda: [40.0] * 7)
+    #: N: libfranka's Cartesian collision thresholds for x, y, z, roll, pitch, yaw (6 values), set the same
+    #: way as collision_torque
     collision_force: list[float] = Field(default_factory=lambda: [40.0] * 6)
     #: the end-effector load franka compensates (SetLoad.srv): kg, m (flange frame) and kg m^2
     #: (column-major 3 x 3). The default is the Robotiq 2F-85 (0.925 kg) with a wrist ZED Mini
     #: (0.063 kg) and a mount, as a uniform cylinder: nominal, not identified on a robot; enter
     #: your own (Desk identifies it). Without it the compliant wrist sags and resets may not verify.
     load_mass: float = Field(default=1.1, ge=0)
+    #: m: the load's centre of mass in the flange frame (x, y, z)
     load_center_of_mass: list[float] = Field(default_factory=lambda: [0.0, 0.0, 0.06])
+    #: kg m^2: the load's inertia matrix, column-major 3 x 3 (9 values)
     load_inertia: list[float] = Field(default_factory=lambda: [0.00176, 0.0, 0.0, 0.0, 0.00176, 0.0, 0.0, 0.0, 0.00088])
 
     @model_validator(mode="after")
@@ -71,8 +75,11 @@ class UvcConfig(BaseModel):
     both eyes side by side; the wrapper's HD720 is 2560 x 720 here, DROID's 15 fps)."""
 
     model_config = ConfigDict(extra="forbid")
+    #: pixels: the frame width asked of the device (both eyes side by side)
     width: int = Field(default=2560, gt=0)
+    #: pixels: the frame height asked of the device
     height: int = Field(default=720, gt=0)
+    #: frames per second asked of the device; a device that takes another mode is logged as a warning
     fps: float = Field(default=15.0, gt=0)
 
 
@@ -82,7 +89,11 @@ class BringupConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     #: files relative to config/robots/
     arm_controllers: str = ""
+    #: file relative to config/robots/: the gripper's ros2_control parameters, loaded by its controller
+    #: manager (in /robotiq) and its spawners
     gripper_controllers: str = ""
+    #: file relative to config/robots/: the ZED wrapper's parameter overrides, given to every camera's
+    #: launch (ros_params_override_path); empty: none
     camera_overrides: str = ""
     #: camera name -> the ZED wrapper's camera_model (zed2, zed2i, zedm, zedx...)
     camera_models: dict[str, str] = Field(

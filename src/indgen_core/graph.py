@@ -54,14 +54,20 @@ _SUB = re.compile(r"\$\((not )?(\w+)\)")
 
 class ConditionalDefault(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    #: a condition on the arguments' values ($(name), $(not name), and / or, == / !=)
     condition: str = Field(alias="if")
+    #: the argument's value where the condition holds, used as written (not converted to the default's type)
     default: bool | int | float | str
 
 
 class ArgumentSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    #: the value when none is given; its type (true/false, integer, number, text) is the type a given value
+    #: must have
     default: bool | int | float | str = ""
+    #: what the argument does, shown by `indgen launch --list`, ros2 launch and the graph profiles page
     description: str = ""
+    #: a regular expression the whole of a given value must match (text arguments; the default is not checked)
     pattern: str | None = None
     #: another default where a condition on the other arguments holds (the first that does),
     #: when the user gives no value: `campaign` on the real robot is a campaign of world fr3
@@ -70,14 +76,27 @@ class ArgumentSpec(BaseModel):
 
 class NodeTemplate(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    #: the node's name (ROS: `__node:=NAME`, enclave `<prefix>/NAME`) and the label of its output lines
     name: str
+    #: the program, by name: ros2 launch runs a ROS node from the indgen package and a plain process from PATH;
+    #: indgen launch looks next to the Python interpreter, in lib/indgen, then on PATH
     executable: str
+    #: true: a ROS node, given its name, parameters, remappings and enclave as `--ros-args`; false: a plain
+    #: process, given args only
     ros: bool = True
+    #: true: the node's exit ends the whole launch (indgen launch: with its exit status)
     required: bool = False
+    #: true (or a condition that holds): restart the node 1 s after it dies; indgen launch gives up after 3 deaths
+    #: within 10 s of starting and never restarts exit status 2 (a refused configuration)
     respawn: bool | str = False
+    #: the node runs only where this condition on the arguments holds; null: always
     condition: str | None = Field(default=None, alias="if")
+    #: ROS parameters, name -> value ($(arg) substituted; strings stay strings)
     parameters: dict[str, Any] = {}
+    #: ROS name remappings, from -> to ($(arg) substituted)
     remappings: dict[str, str] = {}
+    #: command-line arguments after the executable ($(arg) substituted); a mapping `{--flag: $(arg)}` gives
+    #: `--flag=VALUE`, left out when the value is empty
     args: list[str | dict[str, str]] = []
 
 
@@ -86,16 +105,23 @@ class Refusal(BaseModel):
     oracle, which needs the simulator's poses)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    #: a condition on the arguments; where it holds, resolving the profile stops with message
     condition: str = Field(alias="if")
+    #: the sentence resolving stops with ($(arg) substituted)
     message: str
 
 
 class ProfileSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    #: the profile's name, shown by `indgen launch --list` (`indgen launch NAME` loads the file by its name)
     name: str
+    #: one line on what the graph runs (`indgen launch --list`, the graph profiles page)
     description: str = ""
+    #: name -> argument, set as name:=value; every $(name) in the profile must be declared here
     arguments: dict[str, ArgumentSpec] = {}
+    #: argument combinations the graph refuses, each {if: CONDITION, message: SENTENCE}
     refuse: list[Refusal] = []
+    #: the graph's processes: ROS nodes and plain commands
     nodes: list[NodeTemplate] = Field(min_length=1)
 
 

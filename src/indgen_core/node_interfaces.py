@@ -132,6 +132,11 @@ SCORER_ENDPOINTS = (
         "results to commit (only those signed with the campaign's key)",
     ),
     subscribes(topics.CAMPAIGN_STATUS, "indgen_msgs/msg/CampaignStatus", "a signed DONE: write the campaign's report"),
+    subscribes(
+        topics.POLICY_STATUS,
+        "indgen_msgs/msg/PolicyStatus",
+        "what each trial's policy said of itself: kept once per campaign and policy (the report's provenance)",
+    ),
     publishes(
         topics.LEVEL_SCORE,
         "indgen_msgs/msg/LevelScore",

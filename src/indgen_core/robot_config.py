@@ -44,6 +44,8 @@ ROBOTIQ_JOINT = "robotiq_85_left_knuckle_joint"
 
 class ArmConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    #: the 7 arm joint names, in the order of every per-joint list here; joint states and commands are matched
+    #: by them
     joints: list[str] = Field(default_factory=lambda: list(FR3_ARM_JOINTS))
     #: the JointTrajectoryController's name in franka's controller manager (its gains and
     #: tolerances are read from bringup.arm_controllers)
@@ -56,14 +58,23 @@ class ArmConfig(BaseModel):
     #: franka_robot_state_broadcaster's full state (franka_msgs/FrankaRobotState: robot_mode, errors),
     #: read only where franka_msgs can be imported (a ROS install)
     robot_state_topic: str = "/franka_robot_state_broadcaster/robot_state"
+    #: rad, per joint: the lower position limits; commands stay position_margin above them, and an arm
+    #: measured below them ends the episode
     lower: list[float]
+    #: rad, per joint: the upper position limits; commands stay position_margin below them, and an arm
+    #: measured above them ends the episode
     upper: list[float]
     #: rad/s, rad/s^2 and Nm: the robot's own limits
     velocity_limits: list[float]
+    #: rad/s^2, per joint: the robot's acceleration limits; the runner uses acceleration_fraction and
+    #: stop_fraction of them
     acceleration_limits: list[float]
+    #: Nm, per joint: the robot's torque limits; the arm controller's worst-case torque and output clamp are
+    #: checked against max_torque_fraction of them
     torque_limits: list[float] = Field(default_factory=lambda: [87.0, 87.0, 87.0, 87.0, 12.0, 12.0, 12.0])
     #: the runner commands at most these fractions of them
     velocity_fraction: float = Field(default=0.5, gt=0, le=1)
+    #: the fraction of acceleration_limits a streamed segment may accelerate at
     acceleration_fraction: float = Field(default=0.3, gt=0, le=1)
     #: each segment's tail decelerates the reference at this fraction of acceleration_limits
     stop_fraction: float = Field(default=0.5, gt=0, le=1)
@@ -101,6 +112,7 @@ class ArmConfig(BaseModel):
 
 class GripperConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    #: the gripper joint read from state_topic (the Robotiq's left knuckle); none of arm.joints
     joint: str = ROBOTIQ_JOINT
     #: the gripper's own joint state broadcaster (its controller manager, namespaced /robotiq)
     state_topic: str = "/robotiq/joint_states"
@@ -112,6 +124,8 @@ class GripperConfig(BaseModel):
 
 class ControlConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    #: Hz: the runner's control rate, one command per tick (DROID: 15); the look-ahead and the rad/s of DROID's
+    #: velocity 1 (0.2 rad per tick) follow from it
     rate_hz: float = Field(default=15.0, gt=0, le=100)
     #: how long a tick waits for the command that answers it; the robot finishes its previous
     #: segment meanwhile (which ends at rest), then holds
@@ -146,11 +160,16 @@ class ControlConfig(BaseModel):
 
 class ResetConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    #: rad, per joint: the pose the arm is brought to before each trial (default: DROID's reset pose)
     pose: list[float] = Field(default_factory=lambda: [0.0, -0.6283185, 0.0, -2.5132741, 0.0, 1.8849556, 0.0])
     #: "direct": one smooth segment through the trajectory controller, from the measured arm
     method: Literal["direct"] = "direct"
+    #: rad/s: the fastest a joint moves towards the pose (and never above the runner's speed caps)
     max_speed: float = Field(default=0.5, gt=0)
+    #: rad: the arm is at the pose when every joint is within this of it
     tolerance: float = Field(default=0.03, gt=0)
+    #: s: the time the move may take beyond its duration at max_speed, and the time the arm then has to be
+    #: verified at the pose (at rest for settle_s)
     timeout_s: float = Field(default=20.0, gt=0)
     #: joint speeds (rad/s) under which the arm counts as at rest
     at_rest_speed: float = Field(default=0.05, gt=0)
@@ -186,28 +205,42 @@ class RecoveryConfig(BaseModel):
     #: controller_manager_msgs, a ROS install); stand_in: the stand-in's Trigger services;
     #: manual: a person does it (the runner waits for the arm's state to come back)
     method: Literal["franka", "stand_in", "manual"] = "franka"
+    #: franka's error recovery action (franka_msgs/action/ErrorRecovery), sent an empty goal (method franka)
     error_recovery_action: str = "/action_server/error_recovery"
+    #: franka's controller manager: the recovery calls its hardware component and controller services, and the
+    #: bring-up spawns the arm controller in it
     controller_manager: str = "/controller_manager"
+    #: franka's hardware component in that controller manager, set active again after a fault
     hardware_component: str = "FrankaHardwareInterface"
     #: controllers the fault deactivated that the runner activates again
     controllers: list[str] = Field(
         default_factory=lambda: ["joint_state_broadcaster", "franka_robot_state_broadcaster", "fr3_arm_controller"]
     )
+    #: s: the limit on each recovery call, and on the arm's state coming back after the recovery
     timeout_s: float = Field(default=30.0, gt=0)
 
 
 class RobotConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    #: the configuration's name in messages (the nodes' robot parameter names the file: config/robots/NAME.yaml)
     name: str
+    #: one line on the cell, for people reading the file (IndGen does not read it)
     description: str = ""
+    #: the arm: joint names, topics, limits and the bounds the runner keeps
     arm: ArmConfig
+    #: the gripper: its joint, topics and closed position
     gripper: GripperConfig = GripperConfig()
     #: joint_state_publisher's merged topic (robot_state_publisher reads it): never a safety source
     merged_joint_states: str = "/joint_states"
+    #: the runner's control loop: its rate, timeouts and how old a state or a frame may be
     control: ControlConfig = ControlConfig()
+    #: how the arm is brought to its reset pose before each trial (indgen_robot/reset.py)
     reset: ResetConfig = ResetConfig()
+    #: how the runner brings the robot back after a reflex or a fault
     recovery: RecoveryConfig = RecoveryConfig()
+    #: what IndGen sets in franka_ros2 at bring-up: collision thresholds and the end-effector load
     franka: FrankaConfig = FrankaConfig()
+    #: what the recorder leaves out of the bag
     recorder: RecorderConfig = RecorderConfig()
     #: camera name (as the DROID spec calls them: exterior_1, wrist) -> sensor_msgs/Image topic
     cameras: dict[str, str] = {}
@@ -217,6 +250,7 @@ class RobotConfig(BaseModel):
     cameras_qos: Literal["reliable", "best_effort"] = "reliable"
     #: camera_node's capture mode for a camera without a ROS driver (indgen_robot/ros/camera_node.py)
     uvc: UvcConfig = UvcConfig()
+    #: the files and camera models `indgen bringup` and launch/fr3_cell.launch.py use
     bringup: BringupConfig = BringupConfig()
     _controller: ArmController | None = PrivateAttr(default=None)
 

@@ -87,7 +87,7 @@ def provenance_lines(store: ResultsStore, summaries: Sequence[CampaignSummary]) 
             continue
         said = _policies(store, r.id)
         for policy in r.policies:
-            identity = said.get(policy) or "no identity recorded (a run before 2026-12-07, or the ROS graph)"
+            identity = said.get(policy) or "no identity recorded (a run before 2026-12-07)"
             lines.append(f"  - `{policy}`: {identity}")
     lines.append("")
     return lines

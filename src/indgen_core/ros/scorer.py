@@ -18,6 +18,7 @@ Parameters and endpoints: indgen_core/node_interfaces.py (docs/reference/nodes.m
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from rclpy.node import Node
@@ -29,10 +30,11 @@ from indgen_core.errors import IndGenError
 from indgen_core.node_interfaces import SCORER_ENDPOINTS
 from indgen_core.node_interfaces import ScorerParameters as Parameters
 from indgen_core.records import Outcome
+from indgen_core.report.provenance import record_policy
 from indgen_core.ros import convert
 from indgen_core.ros.base import LATCHED, LEVEL_SCORES, RELIABLE, read_parameters, run_node, subscribe
 from indgen_core.store import DuplicateResult, RepeatedAttempt, ResultsStore
-from indgen_msgs.msg import CampaignStatus, EpisodeResult, LevelScore
+from indgen_msgs.msg import CampaignStatus, EpisodeResult, LevelScore, PolicyStatus
 
 
 class Scorer(Node):
@@ -45,6 +47,11 @@ class Scorer(Node):
         self.score_pub = self.create_publisher(LevelScore, topics.LEVEL_SCORE, LEVEL_SCORES)
         subscribe(self, EpisodeResult, topics.EPISODE_RESULT, self._on_result, RELIABLE)
         subscribe(self, CampaignStatus, topics.CAMPAIGN_STATUS, self._on_status, LATCHED)
+        # what each trial's policy said of itself (its server's metadata, as the policy node
+        # passes it on): kept in the store once per campaign and policy, for the report's provenance
+        subscribe(self, PolicyStatus, topics.POLICY_STATUS, self._on_policy_status, LATCHED)
+        self._said: dict[str, dict] = {}  # trial id -> metadata, from a connected status
+        self._identified: set[tuple[str, str]] = set()
         self.reported: set[str] = set()
         self.committed = 0
         self.refused = 0
@@ -60,6 +67,28 @@ class Scorer(Node):
             throttle_duration_sec=5.0,
         )
         return False
+
+    def _on_policy_status(self, msg: PolicyStatus) -> None:
+        if not (msg.connected and msg.trial_id):
+            return
+        try:
+            metadata = json.loads(msg.metadata_json or "{}")
+        except ValueError:
+            return
+        if isinstance(metadata, dict):
+            self._said[msg.trial_id] = metadata
+            while len(self._said) > 64:  # only the latest trials matter
+                self._said.pop(next(iter(self._said)))
+
+    def _identify(self, campaign_id: str, trial_id: str) -> None:
+        metadata = self._said.get(trial_id)
+        if metadata is None:
+            return
+        policy = next((t.policy for t in self.store.planned_trials(campaign_id) if t.trial_id == trial_id), None)
+        if policy is None or (campaign_id, policy) in self._identified:
+            return
+        self._identified.add((campaign_id, policy))
+        record_policy(self.store, campaign_id, policy, metadata)
 
     def _on_result(self, msg: EpisodeResult) -> None:
         if not self._genuine(msg, f"a result for trial {msg.trial_id[:80]!r}"):
@@ -78,6 +107,7 @@ class Scorer(Node):
         except IndGenError as exc:
             self.get_logger().error(f"result for {msg.trial_id} not committed: {exc}")
             return
+        self._identify(msg.campaign_id, msg.trial_id)
         self.committed += 1
         record = self.store.campaign(msg.campaign_id)
         if final and record.purpose == campaign_mod.CERTIFY and result.outcome is Outcome.SUCCESS:
