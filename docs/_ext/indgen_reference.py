@@ -106,8 +106,40 @@ def cli_page() -> str:
         "their commands through the `indgen.commands` entry points.\n\n"
     )
     for words, parser in cli_commands(build_parser()):
-        out.append(f"## {' '.join(words)}\n\n```text\n{parser.format_help().rstrip()}\n```\n\n")
+        out.append(f"## {' '.join(words)}\n\n")
+        if parser.description:
+            out.append(prose(" ".join(parser.description.split())) + "\n\n")
+        out.append(f"```text\n{parser.format_usage().strip().removeprefix('usage: ')}\n```\n\n")
+        rows = option_rows(parser)
+        if rows:
+            out.append(table(["argument or option", "takes", "default", "what it does"], rows) + "\n")
     return "".join(out)
+
+
+def option_rows(parser: argparse.ArgumentParser) -> list[list[str]]:
+    """One row per positional argument, option and sub-command group of `parser`, with what its
+    `--help` says (argparse's %(default)s and %% expanded as --help expands them)."""
+    rows = []
+    for action in parser._actions:
+        if isinstance(action, argparse._HelpAction) or action.help == argparse.SUPPRESS:
+            continue
+        if isinstance(action, argparse._SubParsersAction):
+            names = ", ".join(code(name) for name in action.choices)
+            rows.append([code(action.metavar or action.dest), "a command", "-", f"one of {names}"])
+            continue
+        name = ", ".join(code(o) for o in action.option_strings) or code(action.metavar or action.dest)
+        takes = "-" if action.nargs == 0 else code(action.metavar or action.dest.upper())
+        if action.choices is not None and action.nargs != 0:
+            takes = " \\| ".join(code(c) for c in action.choices)
+        if action.nargs in ("*", "+"):
+            takes += " ..."
+        unset = action.default is None or action.default is False or action.default == argparse.SUPPRESS
+        default = "-" if unset or action.required else code(
+            repr(action.default) if not isinstance(action.default, str) else action.default or "''"
+        )
+        help_text = (action.help or "") % {"default": action.default, "prog": parser.prog}
+        rows.append([name, takes, default, cell(help_text)])
+    return rows
 
 
 # -- configuration files ------------------------------------------------------------------------
