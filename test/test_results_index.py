@@ -70,7 +70,13 @@ def test_the_index_lists_every_campaign_and_hides_a_blind_ones_policies(lab):
     assert rows["random-depth"]["done"] == rows["random-depth"]["planned"] == 32
     assert rows["oracle-depth"]["breaks"] == "blockenv_oracle: none"
     assert rows["oracle-depth"]["k_star"].startswith("blockenv_oracle: k=")
-    assert [label for label, _ in rows["random-depth"]["links"]] == ["report"]
+    assert [label for label, _ in rows["random-depth"]["links"]] == ["trials", "report"]
+    # each campaign's page of trials: every planned trial with its outcome and reason
+    trials = (lab / "artifacts" / "reports" / "trials" / "random-depth.html").read_text()
+    assert trials.count("<tr><td>") == 32 and "<td>success</td>" in trials
+    blind_trials = (lab / "artifacts" / "reports" / "trials" / "ab-lab.html").read_text()
+    assert "hidden (blind, running)" in blind_trials and "<td>success</td>" not in blind_trials
+    assert "blockenv_oracle" not in blind_trials and "random_legal" not in blind_trials
     blind = rows["ab-lab"]
     assert blind["blind"] and blind["policies"] == ["A", "B"]
     assert blind["breaks"] == "hidden (blind, running)" and blind["curves"] == []

@@ -4,7 +4,8 @@ campaigns (policies, axes, worlds, sim and real) finds one without opening folde
 One row per campaign: world, axis, the policies as a person may see them now (a blind
 campaign's letters until it is unblinded), purpose, status, trials done, the paper's break
 level and k* (the last level held with a guarantee), date, who labelled, and links to its
-report, bags and videos, relative to the page so the folder can move. A filter box and
+page of trials (trials/<id>.html: each trial's outcome, reason, steps, aborted attempts and
+videos), report, bags and videos, relative to the page so the folder can move. A filter box and
 sortable columns; tick rows to overlay their per-level curves. Plain HTML, CSS and JavaScript
 in one file (the template: index_page.html): nothing is fetched from the network, so it opens offline and from file://.
 """
@@ -65,7 +66,7 @@ def campaign_entry(store: ResultsStore, record: CampaignRecord, out_dir: Path) -
         "breaks": "",
         "k_star": "",
         "curves": [],
-        "links": _links(store, record.id, out_dir),
+        "links": [["trials", f"trials/{record.id}.html"], *_links(store, record.id, out_dir)],
     }
     if hidden:
         entry["breaks"] = entry["k_star"] = "hidden (blind, running)"
@@ -115,11 +116,51 @@ def _links(store: ResultsStore, campaign_id: str, out_dir: Path) -> list[list[st
     return links
 
 
+TRIAL_COLUMNS = ("trial", "policy", "k", "seed", "status", "outcome", "reason", "steps", "aborted attempts", "files")
+
+
+def write_trials_page(store: ResultsStore, record: CampaignRecord, out_dir: Path) -> Path:
+    """`trials/<id>.html`: every planned trial of one campaign, with its outcome, the reason the
+    world or the person gave, its steps and aborted attempts, and its videos; what a person may
+    see now (a blind campaign's letters; its outcomes hidden while its trials run)."""
+    names = blind.shown_names(store, record)
+    hidden = blind.rates_hidden(store, record)
+    folder = out_dir / "trials"
+    folder.mkdir(parents=True, exist_ok=True)
+    files: dict[str, list[str]] = {}
+    for art in store.artifacts(record.id, kind="video"):
+        if art["trial_id"] and Path(art["path"]).exists():
+            files.setdefault(art["trial_id"], []).append(os.path.relpath(Path(art["path"]).resolve(), folder.resolve()))
+    rows = []
+    for row in store.rows(record.id):
+        outcome, reason = (row.outcome or "", row.reason or "") if not hidden else ("hidden (blind, running)", "")
+        links = " ".join(f'<a href="{html.escape(h)}">video</a>' for h in files.get(row.trial_id, []))
+        cells = [row.trial_id, names.get(row.policy, row.policy), row.level, row.seed, row.status, outcome, reason,
+                 "" if hidden or row.steps is None else row.steps, row.aborted_attempts]  # fmt: skip
+        rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + f"<td>{links}</td></tr>")
+    head = "".join(f"<th>{c}</th>" for c in TRIAL_COLUMNS)
+    page = (
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(record.id)}: trials</title>"
+        "<link rel='icon' href='data:,'><style>body{font-family:system-ui,sans-serif;margin:1em;color:#222}"
+        "table{border-collapse:collapse;font-size:.9em}td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;"
+        "vertical-align:top}th{background:#f3f3f3}</style></head><body>"
+        f"<h1>{html.escape(record.id)}: every trial</h1><p><a href='../{INDEX_NAME}'>all campaigns</a></p>"
+        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></body></html>"
+    )
+    path = folder / f"{paths.check_id(record.id)}.html"
+    path.write_text(page)
+    return path
+
+
 def write_index(store: ResultsStore, out_dir: Path) -> Path:
-    """Write (or refresh) `out_dir/index.html` over every campaign in the store."""
+    """Write (or refresh) `out_dir/index.html` over every campaign in the store, and each
+    campaign's page of trials (trials/<id>.html)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    entries = [campaign_entry(store, r, out_dir) for r in store.campaigns()]
+    records = store.campaigns()
+    for record in records:
+        write_trials_page(store, record, out_dir)
+    entries = [campaign_entry(store, r, out_dir) for r in records]
     entries.sort(key=lambda e: e["created"], reverse=True)
     data = json.dumps(entries, default=str).replace("</", "<\\/")  # never ends the script element
     template = resources.files("indgen_core.report").joinpath("index_page.html").read_text()
