@@ -134,7 +134,8 @@ def test_run_episode_action_with_feedback_across_processes(ros_context):
         lossy = LosesTheFirstResultAnswer(handle)
         with spinning(node):
             again = wait_result(lossy, 10, ask_again_s=0.5)
-        assert again is not None and lossy.asked == 2 and again.result.result == result
+        # asked again at least once (a loaded machine may need a third ask for the second answer)
+        assert again is not None and lossy.asked >= 2 and again.result.result == result
     finally:
         stop_peer(peer)
         node.destroy_node()

@@ -125,7 +125,12 @@ def test_the_policy_node_switches_servers_per_trial_and_names_the_trial_in_every
             assert all(s.server_uri == uris["b"] for s in statuses[mark:] if s.connected and s.trial_id == "t3")
             assert any('"policy": "droid_twin_oracle"' in s.metadata_json for s in statuses[:mark])  # it says so
             # a blind campaign: letters route, and no status names a server or says its metadata
+            asked = announce.fetched[0]
             announce({"A": uris["a"], "B": uris["b"]}, blind=True)
+            # the manager publishes its notice long before its first setup: the node has the
+            # routes by then (a setup racing the notice is still hidden: PolicyNode._hiding)
+            assert wait_until(lambda: announce.fetched[0] > asked, 30)
+            time.sleep(0.5)
             mark = take("t4", "B")
             assert wait_until(lambda: connected_for("t4", mark), 60), procs[-1].output()[-2000:]
             stop(procs[1])  # B's server goes away mid-run: the loss names the letter's server only

@@ -96,7 +96,8 @@ def test_report_with_a_twin_campaign(real_and_twin, tmp_path):
     assert proc.returncode == 0, proc.stderr
     report = (tmp_path / "rep" / "report.md").read_text()
     assert "### The twin beside the robot: campaign `twin`" in report and "sharpen" not in report
-    rows = [line for line in report.splitlines() if line.startswith("| clumsy | ")]
+    twin_section = report.split("### The twin beside the robot")[1].split("\n### ")[0]
+    rows = [line for line in twin_section.splitlines() if line.startswith("| clumsy | ")]
     # the toy world fixes each outcome by its seed: the twin agrees on every pair
     assert len(rows) >= 3 and all("| 10 | 100% |" in row for row in rows[-3:])
     assert "with the twin's help" in proc.stdout

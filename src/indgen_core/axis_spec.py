@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from indgen_core.stats import DEFAULT_THRESHOLD
 from indgen_core.units import UNITS
 
 SLUG = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -134,7 +135,7 @@ class AxisSpec(_Strict):
     #: or sequential (each level's trials before the next, nearest tau_0 first: one physical setup per level)
     order: Literal["interleaved", "sequential"] = "interleaved"
     #: success rate below which a level counts as broken (a campaign's own break_threshold overrides it)
-    break_threshold: float = Field(default=0.2, gt=0, lt=1)
+    break_threshold: float = Field(default=DEFAULT_THRESHOLD, gt=0, lt=1)
 
     _slug = field_validator("name")(_check_slug)
 

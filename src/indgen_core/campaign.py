@@ -18,7 +18,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from indgen_core import blind as blind_mod
-from indgen_core import paths, protocol
+from indgen_core import paths, protocol, stats
 from indgen_core import plan as plan_mod
 from indgen_core.axes import SLUG, Axis, AxisLibrary, Level, ParameterValue, library
 from indgen_core.configfile import ConfigError, load_model
@@ -359,7 +359,7 @@ def adaptive_rule(record: CampaignRecord) -> plan_mod.AdaptiveRule | plan_mod.Br
 
 
 def break_threshold(record: CampaignRecord) -> float:
-    return record.config.get("break_threshold") or record.axis_snapshot.get("break_threshold", 0.2)
+    return record.config.get("break_threshold") or record.axis_snapshot.get("break_threshold", stats.DEFAULT_THRESHOLD)
 
 
 def refresh_certificates(store: ResultsStore, record: CampaignRecord) -> int:

@@ -112,9 +112,11 @@ def serve_routes(node, routes: dict, blind: bool = False):
     from indgen_core.ros.base import LATCHED
 
     state = {"routes": dict(routes), "blind": blind}
+    fetched = [0]  # answers given: a test waits for the node to have asked after an announce
 
     def answer(_request, response):
         response.success, response.message = True, json.dumps(state)
+        fetched[0] += 1
         return response
 
     node.create_service(Trigger, topics.GET_POLICY_ROUTES, answer)
@@ -127,4 +129,5 @@ def serve_routes(node, routes: dict, blind: bool = False):
             state["blind"] = blind
         notice.publish(String(data=json.dumps({"serial": time.time_ns(), "blind": state["blind"]})))
 
+    publish.fetched = fetched  # type: ignore[attr-defined]
     return publish

@@ -257,10 +257,15 @@ class PolicyNode(Node):
         with self._state:
             self._status(*self._last_status)
 
+    def _hiding(self) -> bool:
+        """Names stay hidden in a blind campaign, and while routes announced are not yet fetched
+        (they may be a blind campaign's: on doubt, hidden). Called with `_state` held."""
+        return self._blind or self._routes_wanted is not None
+
     def _server_name(self) -> str:
         """The server as a person may see it: its address, or in a blind campaign the letter's."""
         with self._state:
-            if not self._blind:
+            if not self._hiding():
                 return f"the policy server at {self.client.uri}"
             return f"policy {self._policy}'s server" if self._policy else "the policy server"
 
@@ -268,7 +273,7 @@ class PolicyNode(Node):
         """`text` with every server address this node knows replaced by what a person may see
         (a blind campaign's server address names the policy on a real cell)."""
         with self._state:
-            if not self._blind:
+            if not self._hiding():
                 return text
             known = {self.client.uri, self.p.server_uri, *(self.routes or {}).values()}
             name = self._server_name()
@@ -283,12 +288,12 @@ class PolicyNode(Node):
             self._last_status = (connected, message, metadata)
             if connected and self.routes is None:
                 connected, message = False, f"{message}; waiting for the policy routes ({topics.GET_POLICY_ROUTES})"
-            if self._blind:  # only what the safety checks read: the server's own words name it
+            if self._hiding():  # only what the safety checks read: the server's own words name it
                 metadata = {k: v for k, v in (metadata or {}).items() if k in BLIND_METADATA}
             self.status_pub.publish(
                 PolicyStatus(
                     connected=connected,
-                    server_uri=self._server_name() if self._blind else self.client.uri,
+                    server_uri=self._server_name() if self._hiding() else self.client.uri,
                     trial_id=self._trial,
                     message=self._hide(message),
                     metadata_json=json.dumps(metadata or {}, default=str),
