@@ -54,7 +54,7 @@ EXTRAS = {
 }
 # the documentation site (make docs): Sphinx with MyST Markdown and the furo theme; rosdoc2 is
 # docs.ros.org's builder, run by a test on the same tree
-EXTRAS["docs"] = ["sphinx>=8", "myst-parser>=4", "furo>=2024.8", "rosdoc2==0.2.1"]
+EXTRAS["docs"] = ["sphinx>=8", "myst-parser>=4", "furo>=2024.8", "sphinx-copybutton>=0.5", "rosdoc2==0.2.1"]
 EXTRAS["all"] = sorted({req for reqs in EXTRAS.values() for req in reqs})
 # LIBERO-Object with its assets (2.1 GB installed): its own extra, installed by `make libero`
 # and by `make test`, not by `make demo`

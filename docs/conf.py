@@ -21,7 +21,11 @@ version = release = __version__
 author = "The IndGen authors"
 copyright = "2026, The IndGen authors"
 
-extensions = ["myst_parser", "indgen_reference"]
+extensions = ["myst_parser", "sphinx_copybutton", "indgen_reference"]
+# the copy button copies a command without its prompt or the output under it
+copybutton_prompt_text = r"\$ |>>> "
+copybutton_prompt_is_regexp = True
+copybutton_only_copy_prompt_lines = False
 source_suffix = {".md": "markdown"}
 root_doc = "index"
 exclude_patterns = ["_build", "README.md"]

@@ -362,11 +362,15 @@ def test_the_site_loads_in_a_browser_with_its_images_navigation_and_search(serve
     index, links = open_page(f"{served}/index.html", evaluate="document.querySelectorAll('.sidebar-tree a').length")
     assert index.problems == [] and "IndGen" in index.title
     assert links >= 20  # the navigation lists every page
-    quick, _ = open_page(f"{served}/quickstart.html")
+    quick, buttons = open_page(f"{served}/quickstart.html",
+                               evaluate="document.querySelectorAll('button.copybtn').length")
     assert quick.problems == [] and "make demo" in quick.text
+    assert buttons >= 3  # a copy button on every code block (sphinx-copybutton)
     assert quick.images and all(width > 0 for _, width in quick.images)
     results, _ = open_page(f"{served}/results/twin-vision.html")
     assert results.problems == [] and len(results.images) >= 6 and all(width > 0 for _, width in results.images)
+    version = __import__("indgen_core").__version__
+    assert f"IndGen {version}" in index.title or f"IndGen {version}" in index.text  # on every page
     nodes, _ = open_page(f"{served}/reference/nodes.html")
     assert nodes.problems == [] and "progression_manager" in nodes.text and "/indgen/task_setup" in nodes.text
     search, hits = open_page(
