@@ -136,3 +136,37 @@ def test_killing_the_policy_server_aborts_the_trial_and_the_campaign_continues(t
         assert sum(r.aborted_attempts for r in rows) >= 1
         n = store._db.execute("SELECT COUNT(*) FROM results WHERE campaign_id='kill'").fetchone()[0]
         assert n == 50  # no trial lost, none counted twice
+
+
+def test_ctrl_c_on_the_launch_leaves_the_campaign_interrupted_with_the_resume_command(tmp_path):
+    """Found by an independent kill -9 harness: a graph stopped by Ctrl-C left its campaign
+    `running` for good (the manager waited out the scorer's commit without looking at its stop
+    signal). Now the progression manager marks it `interrupted`, says how to resume, and a
+    launch with the same campaign_id finishes it with every trial once."""
+    import signal
+
+    db, reports = tmp_path / "r.sqlite", tmp_path / "reports"
+    port = servers.free_port()
+    args = (f"db:={db}", f"report_dir:={reports}", f"port:={port}", f"server_uri:=ws://127.0.0.1:{port}",
+            "campaign_id:=cut")
+
+    def results() -> int:
+        if not db.exists():
+            return 0
+        with ResultsStore(db) as store:
+            return sum(1 for r in store.rows("cut") if r.outcome) if store.has_campaign("cut") else 0
+
+    proc = launch(*args)
+    assert wait_until(lambda: results() >= 3, 180, poll=0.5), proc.output()[-3000:]
+    proc.send_signal(signal.SIGINT)  # the person's Ctrl-C in the launch terminal
+    out = finish(proc, timeout=60, expect=None)
+    with ResultsStore(db) as store:
+        record = store.campaign("cut")
+        assert record.status == "interrupted", (record.status, out[-3000:])
+        message = [e["message"] for e in store.events("cut") if e["kind"] == "status"][-1]
+    assert "launch again with campaign_id:=cut to resume" in message and "campaign_id:=cut" in out, message
+    out = finish(launch(*args), timeout=300)
+    assert "campaign cut done" in out
+    with ResultsStore(db) as store:
+        rows = store.rows("cut")
+        assert store.campaign("cut").status == "done" and all(r.status == "done" for r in rows) and len(rows) == 50

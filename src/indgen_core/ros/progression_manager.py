@@ -55,6 +55,7 @@ class ProgressionManager(Node):
         super().__init__("progression_manager")
         self.p = read_parameters(self, Parameters)
         self.store = ResultsStore(self.p.db or None)
+        self._failed = False  # the campaign ended on an error its status explains (not an interruption)
         self.record = plan_or_resume(self.store, self.p, self.get_logger())
         key = self.store.campaign_key(self.record.id)
         assert key is not None, "the campaign was just planned or resumed from this store"
@@ -99,6 +100,22 @@ class ProgressionManager(Node):
             with contextlib.suppress(Exception):
                 self.world_link.goal.cancel_goal_async()
         self._thread.join(timeout=5.0)
+        self._mark_interrupted()
+
+    def _mark_interrupted(self) -> None:
+        """A campaign the node leaves unfinished (Ctrl-C, SIGTERM, its launcher gone) says so in
+        the store, with how to go on: it stayed `running` for good. Its own connection: the
+        campaign thread may still hold the node's (a commit it waits for)."""
+        with contextlib.suppress(Exception), ResultsStore(self.store.path) as store:
+            record = store.campaign(self.record.id)
+            pending = len(store.pending_trials(record.id))
+            unfinished = record.status in ("running", "waiting", "stopped") and pending
+            if unfinished and not self.flow.stopped_by and not self._failed:
+                message = (
+                    f"interrupted with {pending} trials pending; launch again with campaign_id:={record.id} to resume"
+                )
+                store.set_status(record.id, "interrupted", message)
+                self.get_logger().info(f"campaign {record.id} {message}")
 
     # -- the campaign loop (its own thread; the executor keeps spinning callbacks) --------------
     def _run(self) -> None:
@@ -119,12 +136,17 @@ class ProgressionManager(Node):
                 max_aborts_per_trial=self.p.max_aborts_per_trial,
                 blind_view=True,
             )
+        except CampaignInterrupted as exc:
+            self.get_logger().info(str(exc))
+            return  # close() marks the campaign interrupted
         except TooManyAborts as exc:  # a fault that keeps coming back: a person must look
+            self._failed = True
             self.get_logger().error(str(exc))
             self._status(CampaignStatus.STATE_FAILED, str(exc))
             self.request_exit(1)
             return
         except Exception as exc:  # a broken store, a scorer that never commits: stop safely
+            self._failed = True
             self.get_logger().error(f"campaign {self.record.id} stopped: {exc}")
             self._status(CampaignStatus.STATE_FAILED, str(exc))
             self.request_exit(1)
@@ -204,8 +226,10 @@ class ProgressionManager(Node):
                 last_publish = time.monotonic()
             return self.store.attempt_count(self.record.id, result.trial_id) > before
 
-        if wait_until(committed, self.p.commit_timeout_s, poll=0.02):
+        if wait_until(committed, self.p.commit_timeout_s, poll=0.02, stop=self._stop.is_set):
             return result.outcome.final
+        if self._stop.is_set():  # shutting down: the scorer commits it if it can; resume runs it if not
+            raise CampaignInterrupted(f"stopped while trial {result.trial_id}'s result was being committed")
         raise IndGenError(
             f"the scorer did not commit trial {result.trial_id} within {self.p.commit_timeout_s} s "
             f"(is the scorer node running with db={self.store.path}?)"
@@ -345,6 +369,10 @@ class ProgressionManager(Node):
 
     def _header(self):
         return Header(stamp=self.get_clock().now().to_msg())
+
+
+class CampaignInterrupted(Exception):
+    """The node is shutting down in the middle of a trial's hand-over."""
 
 
 def main() -> int:
