@@ -62,6 +62,9 @@ class ProgressionManagerParameters:
         "goes on, and says that the bag may miss the start",
     )
     exit_when_done: bool = param(True, "exit (status 0) when the campaign is done")
+    report_wait_s: float = param(
+        120.0, "how long a done campaign waits for the scorer's word that its report is written before exiting"
+    )
     axis: str = param("", "override the campaign file's axis (one campaign file serves every axis of a world)")
     levels: str = param("", 'override the campaign file\'s levels, e.g. "-1,0,1"')
     trials: int = param(0, "override the campaign file's trials per level (0: the file's)")
@@ -97,6 +100,11 @@ PROGRESSION_MANAGER_ENDPOINTS = (
         topics.POLICY_ROUTES,
         "std_msgs/msg/String",
         "JSON: routes to fetch (a serial) and whether the campaign is blind; no address (latched)",
+    ),
+    subscribes(
+        topics.REPORT_WRITTEN,
+        "std_msgs/msg/String",
+        "the scorer's word that a done campaign's report is written: the node exits after it",
     ),
     serves(
         topics.GET_POLICY_ROUTES,
@@ -141,6 +149,11 @@ SCORER_ENDPOINTS = (
         topics.LEVEL_SCORE,
         "indgen_msgs/msg/LevelScore",
         "per policy and level after each commit: rate, interval, verdict",
+    ),
+    publishes(
+        topics.REPORT_WRITTEN,
+        "std_msgs/msg/String",
+        'JSON {"campaign_id", "report", "error"} once a done campaign\'s report is written (latched)',
     ),
 )
 

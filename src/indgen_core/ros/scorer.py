@@ -19,9 +19,11 @@ Parameters and endpoints: indgen_core/node_interfaces.py (docs/reference/nodes.m
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 from rclpy.node import Node
+from std_msgs.msg import String
 
 from indgen_core import blind, messages, paths, topics
 from indgen_core import campaign as campaign_mod
@@ -53,6 +55,9 @@ class Scorer(Node):
         self._said: dict[str, dict] = {}  # trial id -> metadata, from a connected status
         self._identified: set[tuple[str, str]] = set()
         self.reported: set[str] = set()
+        # the progression manager exits once the report is written (a shutdown cut it off)
+        self.written_pub = self.create_publisher(String, topics.REPORT_WRITTEN, LATCHED)
+        self._reporting = threading.Lock()
         self.committed = 0
         self.refused = 0
         self.get_logger().info(f"committing results to {self.store.path}")
@@ -163,22 +168,34 @@ class Scorer(Node):
         self.reported.add(msg.campaign_id)
         if blind.labels(record):
             self._publish_score(record, None, None)  # done: the letters' rates may be seen now
+        with self._reporting:  # close() waits for a report under way
+            report, error = self._write_report(msg.campaign_id)
+        self.written_pub.publish(String(data=json.dumps({"campaign_id": msg.campaign_id, "report": report,
+                                                          "error": error})))  # fmt: skip
+
+    def _write_report(self, campaign_id: str) -> tuple[str, str]:
+        """(the report's path, or "" and why it failed; both "" when reports are not written)."""
         if not self.p.write_report:
-            return
+            return "", ""
         from indgen_core.report import write_report
+        from indgen_core.report.index_page import refresh_index
 
         base = Path(self.p.report_dir) if self.p.report_dir else paths.artifacts_dir() / "reports"
         try:
-            files = write_report(self.store, [msg.campaign_id], paths.inside(base, msg.campaign_id))
+            files = write_report(self.store, [campaign_id], paths.inside(base, campaign_id))
         except Exception as exc:  # a report is never worth losing the node over
-            self.get_logger().error(f"report for {msg.campaign_id} failed: {exc}")
-            return
-        self.get_logger().info(f"campaign {msg.campaign_id} report: {files.html}")
-        from indgen_core.report.index_page import refresh_index
-
+            self.get_logger().error(f"report for {campaign_id} failed: {exc}")
+            return "", f"the report failed: {exc}"
+        self.get_logger().info(f"campaign {campaign_id} report: {files.html}")
         index = refresh_index(self.store, base)
         if index is not None:
             self.get_logger().info(f"results index: {index}")
+        return str(files.html), ""
+
+    def close(self) -> None:
+        """A report under way is finished before the node goes (up to a minute)."""
+        if self._reporting.acquire(timeout=60.0):
+            self._reporting.release()
 
 
 def main() -> int:
