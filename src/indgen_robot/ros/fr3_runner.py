@@ -39,6 +39,7 @@ from std_srvs.srv import SetBool, Trigger
 
 from indgen_core import messages, topics
 from indgen_core.errors import IndGenError, first_line
+from indgen_core.estop import EstopTopic
 from indgen_core.records import Outcome, TrialResult
 from indgen_core.robot_config import load_robot_config
 from indgen_core.ros import convert, fr3
@@ -95,7 +96,7 @@ class Fr3Runner(Node):
         self.motion = ArmMotion(self.gate, self.arm, self.cell.publish_segment)
         self.cell.after_sample = self.motion.hold_if_owed  # a hold the stale state kept back goes out then
         self.estop = False
-        self._estop_stamp = 0  # source timestamp (ns) of the newest e-stop message taken
+        self._estop_topic = EstopTopic()  # the topic's rule (indgen_core/estop.py)
         self.end_requested = ""
         self.watch = WorldWatch(policy_silence_s=5.0)
         self.prepared: tuple[str, float] | None = None  # trial id, when
@@ -158,16 +159,9 @@ class Fr3Runner(Node):
         self.policy.slot.wake()  # a lost policy ends the tick's wait now: the arm holds in this tick
 
     def _on_estop_msg(self, msg: Bool, info) -> None:
-        """Engaging always holds at once; a release counts only when it was sent after the
-        newest engage (the same message may arrive on both of subscribe_any's readers, and a
-        latched sample from before can come late)."""
-        stamp = int(info.get("source_timestamp", 0)) if isinstance(info, dict) else 0
-        if msg.data:
-            self._estop_stamp = max(self._estop_stamp, stamp)
-            self._set_estop(True, "the e-stop topic")
-        elif stamp > self._estop_stamp:
-            self._estop_stamp = stamp
-            self._set_estop(False, "the e-stop topic")
+        engaged = self._estop_topic.accept(bool(msg.data), info)  # indgen_core/estop.py: the rule
+        if engaged is not None:
+            self._set_estop(engaged, "the e-stop topic")
 
     def _set_estop(self, engaged: bool, source: str) -> None:
         with self.motion.lock:

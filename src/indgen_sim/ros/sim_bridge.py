@@ -41,9 +41,19 @@ from std_srvs.srv import SetBool, Trigger
 from indgen_core import messages, paths, registry, topics
 from indgen_core.episode import run_episode
 from indgen_core.errors import IndGenError, first_line
+from indgen_core.estop import EstopTopic
 from indgen_core.records import Outcome, TrialResult
 from indgen_core.ros import convert
-from indgen_core.ros.base import LATCHED, RELIABLE, TICKS, read_parameters, run_node, serve, subscribe
+from indgen_core.ros.base import (
+    LATCHED,
+    RELIABLE,
+    TICKS,
+    read_parameters,
+    run_node,
+    serve,
+    subscribe,
+    subscribe_any,
+)
 from indgen_core.specs import Spec
 from indgen_core.world_watch import WorldWatch
 from indgen_msgs.action import RunEpisode
@@ -107,7 +117,10 @@ class SimBridge(Node):
         serve(self.io_node, PrepareTrial, topics.PREPARE_TRIAL, self._prepare)
         # the console's e-stop and "end the episode now", so that an operator can rehearse in sim
         self.estop, self.end_requested = False, False
-        subscribe(self.io_node, Bool, topics.ESTOP, lambda m: self._set_estop(bool(m.data)), LATCHED)
+        # from any publisher's QoS, as the FR3 runner (a volatile or best-effort e-stop reached
+        # only the runner): indgen_core/estop.py
+        self._estop_topic = EstopTopic()
+        subscribe_any(self.io_node, Bool, topics.ESTOP, self._on_estop_msg)
         serve(self.io_node, SetBool, topics.ESTOP, self._estop_service)
         serve(self.io_node, Trigger, topics.END_EPISODE, self._end_service)
         self.sim_ticks = 0  # control ticks since the bridge started: simulated time, exact (sim_stamp)
@@ -132,6 +145,11 @@ class SimBridge(Node):
         else:
             response.ready, response.message = True, "a simulated world resets itself when the episode starts"
         return response
+
+    def _on_estop_msg(self, msg: Bool, info) -> None:
+        engaged = self._estop_topic.accept(bool(msg.data), info)
+        if engaged is not None:
+            self._set_estop(engaged)
 
     def _set_estop(self, engaged: bool) -> None:
         if engaged != self.estop:
