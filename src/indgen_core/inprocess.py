@@ -24,9 +24,9 @@ def make_policy(name: str, endpoints: Mapping[str, str] | None = None) -> Policy
 
 
 def check_runnable(world: str, policies: list[str], endpoints: Mapping[str, str] | None = None) -> None:
-    """Every name a campaign run in this process will make resolves, before anything is written:
-    a misspelt policy planned 100 trials, failed at the first and left the campaign `running`
-    for good. Loads (imports) each class without building it."""
+    """Every name a campaign run in this process will make resolves, before anything is written
+    (else a misspelt policy plans its trials, fails at the first and leaves a campaign nobody
+    can run). Loads (imports) each class without building it."""
     registry.load(registry.WORLDS, world)
     for name in policies:
         if not (endpoints and name in endpoints):

@@ -91,9 +91,9 @@ class AdaptiveRule:
     the sweep after its first shown break.
 
     The evidence is the anytime-valid sequence of sequential.py: each claim errs at most
-    (1 - confidence) / 2 however often it is looked at. (Until 2026-12 this rule re-checked a
-    fixed-n Wilson interval after every trial: optional stopping, which called a level at rate
-    0.15 "held" in 5.2% of runs, not 2.5%.) It looks only at the longest completed prefix of
+    (1 - confidence) / 2 however often it is looked at (a fixed-n interval re-checked after
+    every trial would not: optional stopping calls a level at rate 0.15 "held" in 5.2% of runs,
+    not 2.5%). It looks only at the longest completed prefix of
     each level's planned trials (`done`), so that trials finishing out of order (a success
     ends early, a failure runs to the step limit) never steer it."""
 

@@ -8,7 +8,8 @@ import time
 
 class ProgressPrinter:
     """`already`: what was done before this run (a resumed campaign); the time left is estimated
-    from this run's pace alone (at 147 of 1000 after a resume it said "~1 s")."""
+    from this run's pace alone (counting the earlier trials as this run's would make a resumed
+    run look hundreds of times faster than it is)."""
 
     def __init__(self, total: int, description: str, stream=None, every_s: float = 5.0, already: int = 0):
         self.total = total

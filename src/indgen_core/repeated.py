@@ -1,8 +1,7 @@
 """A warning that repeats says so once, then counts: the first occurrence is logged whole, and
 while it goes on, one line per `every_s` gives how many more there were and the worst figure.
-A per-second throttle still filled the launch terminal (97 of 181 lines were one stand-in
-warning in a blind session), and the lines a person needs scrolled away. Plain code: the node
-passes its logger's method and a clock."""
+A per-second throttle lets one busy warning fill most of a launch terminal, and the lines a
+person needs scroll away. Plain code: the node passes its logger's method and a clock."""
 
 from __future__ import annotations
 

@@ -2,9 +2,9 @@
 
 Many places wait for something another thread or process makes true: a result committed to
 the store, children gone after a signal, a reply on the wire, a future an executor completes.
-Each used to carry its own `deadline = time.monotonic() + timeout` loop, and the copies
-differed where it matters (a wall clock instead of a monotonic one, a sleep that overshoots
-the deadline, a stop request seen only after the next sleep, a final check forgotten).
+Copies of a `deadline = time.monotonic() + timeout` loop differ where it matters (a wall
+clock instead of a monotonic one, a sleep that overshoots the deadline, a stop request seen
+only after the next sleep, a final check forgotten).
 `wait_until` is the one deadline loop for the whole project: the ROS layer's waits for
 futures and servers (`indgen_core.ros.waits`) and the tests' waits are built on it.
 """

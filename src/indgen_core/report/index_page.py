@@ -71,7 +71,7 @@ def campaign_entry(store: ResultsStore, record: CampaignRecord, out_dir: Path) -
     if hidden:
         entry["breaks"] = entry["k_star"] = "hidden (blind, running)"
         return entry
-    if not done:  # "breaks at: none" said the policy held, on no evidence
+    if not done:  # "breaks at: none" would say the policy held, on no evidence
         entry["breaks"] = entry["k_star"] = "no trials yet"
         return entry
     summary = summarize(store, record.id)

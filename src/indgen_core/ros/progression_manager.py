@@ -106,7 +106,7 @@ class ProgressionManager(Node):
 
     def _mark_interrupted(self) -> None:
         """A campaign the node leaves unfinished (Ctrl-C, SIGTERM, its launcher gone) says so in
-        the store, with how to go on: it stayed `running` for good. Its own connection: the
+        the store, with how to go on (else it would say `running` for good). Its own connection: the
         campaign thread may still hold the node's (a commit it waits for)."""
         with contextlib.suppress(Exception), ResultsStore(self.store.path) as store:
             record = store.campaign(self.record.id)
@@ -161,7 +161,7 @@ class ProgressionManager(Node):
             self._status(CampaignStatus.STATE_DONE, "done")
             if self.p.exit_when_done:
                 # the graph goes when this node goes: first the scorer's word that the report is
-                # written (a shutdown 1 s after DONE cut it off in 1 of 4 runs)
+                # written (a shutdown while the scorer writes it cuts the report off)
                 if not wait_until(self._report_written.is_set, self.p.report_wait_s, poll=0.1, stop=self._stop.is_set):
                     self.get_logger().warning(
                         f"no word from the scorer that the report of {self.record.id} is written within "

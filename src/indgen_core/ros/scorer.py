@@ -55,7 +55,7 @@ class Scorer(Node):
         self._said: dict[str, dict] = {}  # trial id -> metadata, from a connected status
         self._identified: set[tuple[str, str]] = set()
         self.reported: set[str] = set()
-        # the progression manager exits once the report is written (a shutdown cut it off)
+        # the progression manager exits once the report is written (a shutdown would cut it off)
         self.written_pub = self.create_publisher(String, topics.REPORT_WRITTEN, LATCHED)
         self._reporting = threading.Lock()
         self.committed = 0

@@ -18,10 +18,9 @@ The package, by idea (each module reads in one sitting):
     artifacts.py   artifacts, feasibility certificates, the event log
 
 Why mixins on one class, rather than functions over a connection: callers hold one
-`ResultsStore` and call its methods (`store.commit_result(...)`); keeping that surface, and each
-method's body, unchanged is what makes the split a pure move. Every mixin derives from
-`StoreBase`, which owns the connection and `_tx()`, so each group still writes in exactly the
-transactions it did as one class. `export` reads every group, so it lives on the composed class.
+`ResultsStore` and call its methods (`store.commit_result(...)`), one surface however the code
+is grouped. Every mixin derives from `StoreBase`, which owns the connection and `_tx()`, so
+each group writes in the transactions of the one class. `export` reads every group, so it lives on the composed class.
 """
 
 from __future__ import annotations

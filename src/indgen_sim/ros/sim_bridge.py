@@ -117,8 +117,8 @@ class SimBridge(Node):
         serve(self.io_node, PrepareTrial, topics.PREPARE_TRIAL, self._prepare)
         # the console's e-stop and "end the episode now", so that an operator can rehearse in sim
         self.estop, self.end_requested = False, False
-        # from any publisher's QoS, as the FR3 runner (a volatile or best-effort e-stop reached
-        # only the runner): indgen_core/estop.py
+        # from any publisher's QoS, as the FR3 runner (a pedal, a script or a button node may
+        # publish volatile or best effort): indgen_core/estop.py
         self._estop_topic = EstopTopic()
         subscribe_any(self.io_node, Bool, topics.ESTOP, self._on_estop_msg)
         serve(self.io_node, SetBool, topics.ESTOP, self._estop_service)
@@ -359,8 +359,8 @@ def _options(text: str) -> dict:
 
 def sim_stamp(ticks: int, control_dt: float):
     """The stamp of simulated time after `ticks` control ticks, from integer nanoseconds: a sum
-    of float seconds turned 0.9999999999999999 s into sec 0, nanosec 0 (every whole second of a
-    simulated episode was stamped a second early, in bags and in the lock-step tick assembly)."""
+    of float seconds reaches 0.9999999999999999 s where it means 1 s, and int() of that is sec
+    0 (a whole second early, in bags and in the lock-step tick assembly)."""
     from builtin_interfaces.msg import Time
 
     ns = round(ticks * control_dt * 1e9)
