@@ -16,6 +16,7 @@ from indgen_core import campaign as campaign_mod
 from indgen_core import comparisons as comparisons_mod
 from indgen_core import plan as plan_mod
 from indgen_core.errors import IndGenError
+from indgen_core.records import SCORED_NAMES, scored_count
 from indgen_core.runner import completed_outcomes, level_places
 from indgen_core.store import CampaignRecord, ResultsStore
 
@@ -114,11 +115,7 @@ def summarize(
             pending += c["pending"]
             skipped += c["skipped"]
             aborted += c["aborted"]
-            n, successes = (
-                prefix[(policy, k)]
-                if prefix is not None
-                else (c["success"] + c["failure"] + c["timeout"], c["success"])
-            )
+            n, successes = prefix[(policy, k)] if prefix is not None else (scored_count(c), c["success"])
             levels.append(
                 stats.LevelStat(
                     level=k,
@@ -166,7 +163,7 @@ def summarize(
             entry["stops"] += 1
             entry[outcome] = entry.get(outcome, 0) + 1
         flags = {k: v for k, v in details.items() if isinstance(v, bool)}
-        if flags and outcome in ("success", "failure", "timeout"):
+        if flags and outcome in SCORED_NAMES:
             entry = checks.setdefault((policy, level), {"n": 0})
             entry["n"] += 1
             for flag, v in flags.items():
@@ -255,7 +252,6 @@ def registered_comparisons(
         return [], f"{what}: not run, {exc}"
 
 
-SCORED = ("success", "failure", "timeout")
 AUTO, PAIRED_ONLY, UNPAIRED_ONLY = "auto", "paired", "unpaired"
 
 
@@ -278,7 +274,7 @@ def arm(rows, campaign_id: str, policy: str, label: str | None = None) -> Arm:
         if r.policy != policy:
             continue
         planned.setdefault(r.level, set()).add(r.seed)
-        if r.outcome in SCORED:
+        if r.outcome in SCORED_NAMES:
             outcomes.setdefault(r.level, {})[r.seed] = r.outcome == "success"
     return Arm(label or policy, campaign_id, policy, outcomes, {k: frozenset(v) for k, v in planned.items()})
 

@@ -23,7 +23,7 @@ from indgen_core import plan as plan_mod
 from indgen_core.axes import SLUG, Axis, AxisLibrary, Level, ParameterValue, library
 from indgen_core.configfile import ConfigError, load_model
 from indgen_core.errors import IndGenError
-from indgen_core.records import TaskSetup
+from indgen_core.records import TaskSetup, scored_count
 from indgen_core.store import CampaignRecord, ResultsStore
 
 EVALUATE: Final = "evaluate"
@@ -369,7 +369,7 @@ def refresh_certificates(store: ResultsStore, record: CampaignRecord) -> int:
         return 0
     written = 0
     for (policy, k), c in store.counts(record.id).items():
-        scored = c["success"] + c["failure"] + c["timeout"]
+        scored = scored_count(c)
         if c["success"] == 0:
             continue
         level = level_from_snapshot(record.axis_snapshot, k)

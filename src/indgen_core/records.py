@@ -57,6 +57,15 @@ class Source(enum.IntEnum):
     OPERATOR = 1
 
 
+#: the outcomes a success rate counts, as the store spells them ("success", "failure", "timeout")
+SCORED_NAMES: tuple[str, ...] = tuple(o.name.lower() for o in Outcome if o.scored)
+
+
+def scored_count(counts: dict[str, int]) -> int:
+    """The scored trials of a per-level count (store.counts' entries)."""
+    return sum(counts.get(name, 0) for name in SCORED_NAMES)
+
+
 @dataclass(frozen=True)
 class TaskSetup:
     """tau_k of one trial (indgen_msgs/TaskSetup)."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from indgen_core import campaign as campaign_mod
 from indgen_core.errors import IndGenError
-from indgen_core.records import Outcome, TaskSetup, TrialResult
+from indgen_core.records import SCORED_NAMES, Outcome, TaskSetup, TrialResult
 from indgen_core.store import PlannedTrial, ResultsStore
 from indgen_core.waiting import wait_until
 
@@ -67,7 +67,7 @@ def completed_outcomes(store: ResultsStore, campaign_id: str) -> dict[tuple[str,
         for row in sorted(rows, key=lambda r: r.trial_index):
             if row.status != "done":
                 break
-            if row.outcome in ("success", "failure", "timeout"):
+            if row.outcome in SCORED_NAMES:
                 outcomes.append(row.outcome == "success")
         out[key] = outcomes
     return out

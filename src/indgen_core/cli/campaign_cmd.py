@@ -8,6 +8,7 @@ from pathlib import Path
 
 from indgen_core import blind, paths
 from indgen_core.cli.common import add_db_option, open_store
+from indgen_core.records import SCORED_NAMES
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -410,7 +411,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                 names[policy],
                 str(k),
                 *(
-                    "hidden" if hidden and f in ("success", "failure", "timeout") else str(n[f])
+                    "hidden" if hidden and f in SCORED_NAMES else str(n[f])
                     for f in ("planned", "success", "failure", "timeout", "invalid", "pending", "skipped", "aborted")
                 ),
             )

@@ -34,7 +34,7 @@ from indgen_core.robot_config import FR3_ARM_JOINTS as ARM_JOINTS
 from indgen_core.robot_config import ROBOTIQ_JOINT as GRIPPER_JOINT
 from indgen_core.specs.droid import GRIPPER_CLOSED_RAD, RAD_PER_S_AT_ONE
 
-SCORED = {Outcome.SUCCESS: "success", Outcome.FAILURE: "failure", Outcome.TIMEOUT: "timeout"}
+SCORED = {o: o.name.lower() for o in Outcome if o.scored}
 SLACK_NS = 2_000_000_000  # records of an attempt can be received this long after its result
 
 
