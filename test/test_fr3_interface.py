@@ -49,6 +49,20 @@ def test_commands_are_rad_per_second_and_carry_the_tick():
         fr3.read_gripper_command(fr3.command([np.nan], 1, "gripper"))
 
 
+def test_one_image_builder_for_every_encoding_the_nodes_publish():
+    """fr3.image_msg builds the frames of the twin's bridge, the ZED stand-in (bgra8 and its
+    32FC1 depth) and camera_node (bgr8): the step counts channels and bytes per value."""
+    stamp = fr3.JointState().header.stamp
+    rgb = np.random.default_rng(1).integers(0, 255, (3, 4, 3), dtype=np.uint8)
+    bgra = np.concatenate([rgb[..., ::-1], np.full((3, 4, 1), 255, np.uint8)], axis=2)
+    msg = fr3.image_msg(bgra, "bgra8", stamp, "cam")
+    assert (msg.step, len(msg.data), msg.encoding) == (16, 48, "bgra8")
+    np.testing.assert_array_equal(fr3.read_image(msg), rgb)
+    depth = fr3.image_msg(np.full((3, 4), 1.25, np.float32), "32FC1", stamp, "cam")
+    assert (depth.step, len(depth.data)) == (16, 48)
+    assert np.frombuffer(bytes(depth.data), np.float32).tolist() == [1.25] * 12
+
+
 def test_images_round_trip_rgb_bgr_and_padded_rows():
     rgb = np.random.default_rng(0).integers(0, 255, (4, 5, 3), dtype=np.uint8)
     msg = fr3.image(rgb, fr3.JointState().header.stamp, "exterior_1")

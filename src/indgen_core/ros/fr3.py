@@ -115,18 +115,30 @@ def read_gripper_command(msg: Float64MultiArray) -> float:
     return float(np.clip(g[0] / GRIPPER_CLOSED_RAD, 0.0, 1.0))
 
 
-def image(rgb: np.ndarray, stamp, frame_id: str) -> Image:
-    rgb = np.ascontiguousarray(rgb, dtype=np.uint8)
+def image_msg(pixels: np.ndarray, encoding: str, stamp, frame_id: str) -> Image:
+    """A sensor_msgs/Image of `pixels` (height x width [x channels], already in `encoding`'s
+    layout: uint8 for rgb8/bgr8/bgra8, float32 for 32FC1), the one builder of every node that
+    publishes images. The bytes go into the message as an array: rclpy checks a `bytes` value
+    element by element (about 11 ms against 6 for a 1280 x 720 frame)."""
+    import array
+
+    pixels = np.ascontiguousarray(pixels)
     msg = Image(
-        height=rgb.shape[0],
-        width=rgb.shape[1],
-        encoding="rgb8",
+        height=pixels.shape[0],
+        width=pixels.shape[1],
+        encoding=encoding,
         is_bigendian=0,
-        step=rgb.shape[1] * 3,
-        data=rgb.tobytes(),
+        step=pixels.shape[1] * (pixels.shape[2] if pixels.ndim == 3 else 1) * pixels.itemsize,
     )
+    buffer = array.array("B")
+    buffer.frombytes(pixels.tobytes())
+    msg.data = buffer
     msg.header.stamp, msg.header.frame_id = stamp, frame_id
     return msg
+
+
+def image(rgb: np.ndarray, stamp, frame_id: str) -> Image:
+    return image_msg(np.asarray(rgb, dtype=np.uint8), "rgb8", stamp, frame_id)
 
 
 #: encoding -> (channels, the channel order that gives RGB)

@@ -31,6 +31,7 @@ from sensor_msgs.msg import Image
 from indgen_core import topics
 from indgen_core.errors import IndGenError, require
 from indgen_core.lists import parse_names
+from indgen_core.ros import fr3
 from indgen_core.ros.base import LOCKSTEP, read_parameters, run_node
 from indgen_robot.node_interfaces import CAMERA_NODE_ENDPOINTS
 from indgen_robot.node_interfaces import CameraNodeParameters as Parameters
@@ -47,20 +48,6 @@ def parse_sources(text: str) -> dict[str, str]:
     if not out:
         raise IndGenError("set 'sources', e.g. exterior_1=0,wrist=/dev/video2")
     return out
-
-
-def bgr_image(frame: np.ndarray, stamp, frame_id: str) -> Image:
-    frame = np.ascontiguousarray(frame, dtype=np.uint8)
-    msg = Image(
-        height=frame.shape[0],
-        width=frame.shape[1],
-        encoding="bgr8",
-        is_bigendian=0,
-        step=frame.shape[1] * 3,
-        data=frame.tobytes(),
-    )
-    msg.header.stamp, msg.header.frame_id = stamp, frame_id
-    return msg
 
 
 STEREO = ("auto", "left", "none")
@@ -190,7 +177,7 @@ class CameraNode(Node):
         for name, (camera, pub) in self.cameras.items():
             frame, stamp = camera.latest()
             if frame is not None:
-                pub.publish(bgr_image(frame, stamp, name))
+                pub.publish(fr3.image_msg(np.asarray(frame, dtype=np.uint8), "bgr8", stamp, name))
 
     def close(self) -> None:
         self.stop.set()

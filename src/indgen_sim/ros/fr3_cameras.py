@@ -19,7 +19,6 @@ Parameters and endpoints: indgen_sim/node_interfaces.py (docs/reference/nodes.md
 
 from __future__ import annotations
 
-import array
 import json
 import threading
 import time
@@ -32,6 +31,7 @@ from std_msgs.msg import String
 
 from indgen_core.errors import IndGenError, first_line
 from indgen_core.robot_config import load_robot_config
+from indgen_core.ros import fr3
 from indgen_core.ros.base import LATCHED, LOCKSTEP, read_parameters, run_node, subscribe
 from indgen_sim.node_interfaces import FR3_CAMERAS_ENDPOINTS, INJECT, SCENE_STATE, STATUS
 from indgen_sim.node_interfaces import Fr3CamerasParameters as Parameters
@@ -43,9 +43,7 @@ ENCODINGS = ("bgra8", "bgr8", "rgb8")
 
 def image_message(rgb: np.ndarray, size: tuple[int, int], encoding: str, stamp, frame_id: str) -> Image:
     """An upscaled frame in a camera driver's encoding (bgra8 like the ZED wrapper). The
-    channels are arranged at the rendered size and only then repeated up, and the bytes go into
-    the message as an array (a `bytes` value is checked element by element): a 1280 x 720
-    frame costs about 6 ms instead of 11 (measured here)."""
+    channels are arranged at the rendered size and only then repeated up (fewer bytes to move)."""
     height, width = size
     fy, fx = max(height // rgb.shape[0], 1), max(width // rgb.shape[1], 1)
     if encoding == "bgra8":
@@ -54,15 +52,8 @@ def image_message(rgb: np.ndarray, size: tuple[int, int], encoding: str, stamp, 
         small = rgb[..., ::-1]
     else:
         small = rgb
-    data = np.ascontiguousarray(np.repeat(np.repeat(small, fy, axis=0), fx, axis=1)[:height, :width])
-    msg = Image(
-        height=data.shape[0], width=data.shape[1], encoding=encoding, is_bigendian=0, step=data.shape[1] * data.shape[2]
-    )
-    buffer = array.array("B")
-    buffer.frombytes(data.tobytes())
-    msg.data = buffer
-    msg.header.stamp, msg.header.frame_id = stamp, frame_id
-    return msg
+    data = np.repeat(np.repeat(small, fy, axis=0), fx, axis=1)[:height, :width]
+    return fr3.image_msg(data, encoding, stamp, frame_id)
 
 
 def depth_topic(image_topic: str) -> str:
@@ -194,17 +185,8 @@ class Fr3Cameras(Node):
             depth_pub = self.depth_pubs[cam]
             if depth_pub.get_subscription_count() > 0:
                 self.streams_on.add(depth_pub.topic_name)
-                depth = self._depth(cam, render)
-                msg = Image(
-                    height=depth.shape[0],
-                    width=depth.shape[1],
-                    encoding="32FC1",
-                    is_bigendian=0,
-                    step=depth.shape[1] * 4,
-                    data=depth.tobytes(),
-                )
-                msg.header.stamp, msg.header.frame_id = stamp, cam
-                depth_pub.publish(msg)
+                depth = np.asarray(self._depth(cam, render), dtype=np.float32)
+                depth_pub.publish(fr3.image_msg(depth, "32FC1", stamp, cam))
 
     def _depth(self, camera: str, size: tuple[int, int]) -> np.ndarray:
         """Metres along the camera's axis (the ZED wrapper's depth_registered, 32FC1)."""
