@@ -107,3 +107,32 @@ def test_core_imports_without_ros(module):
     code = f"import sys, {module}; assert 'rclpy' not in sys.modules, sorted(m for m in sys.modules if 'rcl' in m)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_every_command_has_an_example_that_the_parser_takes():
+    """Each command's `--help` ends with an example (cli/examples.py), also in the CLI reference;
+    each one parses with the real parser, so an option renamed breaks this test, not a reader."""
+    import argparse
+    import shlex
+
+    from indgen_core.cli import build_parser
+    from indgen_core.cli.examples import EXAMPLES
+
+    parser = build_parser()
+
+    def leaves(p, words=()):
+        subs = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs:
+            yield " ".join(words)
+        for action in subs:
+            for name, sub in action.choices.items():
+                yield from leaves(sub, (*words, name))
+
+    commands = set(leaves(parser))
+    assert commands == set(EXAMPLES), (commands ^ set(EXAMPLES))
+    for words, example in EXAMPLES.items():
+        argv = shlex.split(example)
+        assert argv[0] == "indgen" and " ".join(argv[1:]).startswith(words), example
+        args, extra = parser.parse_known_args(argv[1:])
+        assert extra == [] or all(":=" in e for e in extra), (example, extra)
+        assert getattr(args, "func", None) is not None, example

@@ -113,6 +113,8 @@ def cli_page() -> str:
         rows = option_rows(parser)
         if rows:
             out.append(table(["argument or option", "takes", "default", "what it does"], rows) + "\n")
+        if parser.epilog and parser.epilog.startswith("example: "):
+            out.append(f"Example:\n\n```bash\n{parser.epilog.removeprefix('example: ')}\n```\n\n")
     return "".join(out)
 
 

@@ -53,7 +53,21 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     for register in _registrars():
         register(sub)
+    _add_examples(parser)
     return parser
+
+
+def _add_examples(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()) -> None:
+    """Every command's example (examples.py) under its --help."""
+    from indgen_core.cli.examples import EXAMPLES
+
+    example = EXAMPLES.get(" ".join(words))
+    if example and not parser.epilog:
+        parser.epilog = f"example: {example}"
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                _add_examples(sub, (*words, name))
 
 
 class Terminated(KeyboardInterrupt):
