@@ -220,7 +220,11 @@ class SimBridge(Node):
                 )
 
         def feedback(step: int, total: int, phase: str = "running") -> None:
-            if time.monotonic() - last_feedback[0] >= self.p.feedback_period_s or step in (0, total):
+            # a new phase goes out at once: an episode shorter than one feedback period (BlockEnv)
+            # would otherwise leave the manager at "resetting", and a world killed then would be
+            # waited on for reset_silence_s instead of world_silence_s
+            changed = phase != last_feedback[2]
+            if changed or time.monotonic() - last_feedback[0] >= self.p.feedback_period_s or step in (0, total):
                 send(step, total, phase)
 
         done = threading.Event()
