@@ -33,27 +33,44 @@ help:
 	@echo "make lock   re-pin requirements/constraints.txt from the current .venv"
 	@echo "make clean  remove .venv and build/"
 
+# setup: everything (what make test and make docs need); the demo installs only what it runs
+# (no docs or test tools, no Chromium or tmux), so that a first `make demo` is quicker
 setup: $(STAMPS)/install
 
 $(BIN)/python:
+	@echo "set-up: a virtual environment in $(VENV)"
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install 'pip==25.3'
 
 $(STAMPS)/system: scripts/ensure-system-deps.sh | $(BIN)/python
+	@echo "set-up: the Debian packages the build and the rendering need (when missing)"
 	scripts/ensure-system-deps.sh
 	@mkdir -p $(STAMPS) && touch $@
 
+$(STAMPS)/system-tests: scripts/ensure-system-deps.sh $(STAMPS)/system
+	@echo "set-up: the Debian packages the tests need (Chromium, tmux; when missing)"
+	scripts/ensure-system-deps.sh --for-tests
+	@touch $@
+
 $(STAMPS)/ros: requirements/ros.txt $(CONSTRAINTS) $(STAMPS)/system
+	@echo "set-up: ROS 2 Jazzy's Python wheels"
 	$(PIP) install -r requirements/ros.txt -c $(CONSTRAINTS)
 	@touch $@
 
 $(STAMPS)/msgs: $(STAMPS)/ros $(MSG_SOURCES) scripts/build-msgs.sh
+	@echo "set-up: building the indgen_msgs interfaces"
 	scripts/build-msgs.sh $(VENV)
 	@touch $@
 
-$(STAMPS)/install: $(STAMPS)/msgs setup.py setup.cfg pyproject.toml package.xml requirements/extra.txt $(CONSTRAINTS)
-	$(PIP) install -c $(CONSTRAINTS) -e '.[all]'
+$(STAMPS)/install-run: $(STAMPS)/msgs setup.py setup.cfg pyproject.toml package.xml requirements/extra.txt $(CONSTRAINTS)
+	@echo "set-up: IndGen with MuJoCo and a CPU build of torch"
+	$(PIP) install -c $(CONSTRAINTS) -e '.[sim,torch]'
 	$(PIP) install -c $(CONSTRAINTS) --no-deps -r requirements/extra.txt
+	@touch $@
+
+$(STAMPS)/install: $(STAMPS)/install-run $(STAMPS)/system-tests
+	@echo "set-up: the docs and test tools"
+	$(PIP) install -c $(CONSTRAINTS) -e '.[all]'
 	@touch $@
 
 # LIBERO-Object (optional world, 2.1 GB with its assets); the tests cover it
@@ -72,7 +89,7 @@ $(LEROBOT_ENV)/.stamp: scripts/setup-lerobot.sh requirements/lerobot.txt
 	scripts/setup-lerobot.sh $(LEROBOT_ENV)
 	@touch $@
 
-demo: setup
+demo: $(STAMPS)/install-run
 	$(BIN)/indgen twin demo --axis stack
 
 test: setup libero lerobot static docs

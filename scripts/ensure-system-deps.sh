@@ -2,18 +2,21 @@
 # Install the Debian packages IndGen needs, only those that are missing.
 #   cmake + a C/C++ compiler: building indgen_msgs with rosidl
 #   libEGL / libOSMesa / libGL: headless MuJoCo rendering
+# and with --for-tests:
 #   tmux: the operator console's terminal test
 #   chromium: the browser tests of the documentation site (headless)
 # Runs apt-get as root, through `sudo -n` otherwise; says what to run when it cannot.
 set -euo pipefail
 
 missing=()
+if [ "${1:-}" = "--for-tests" ]; then
+  command -v tmux >/dev/null 2>&1 || missing+=(tmux)
+  command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+fi
 command -v cmake >/dev/null 2>&1 || missing+=(cmake)
 command -v make >/dev/null 2>&1 || missing+=(make)
 command -v g++ >/dev/null 2>&1 || missing+=(g++)
 command -v gcc >/dev/null 2>&1 || missing+=(gcc)
-command -v tmux >/dev/null 2>&1 || missing+=(tmux)
-command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 have_lib() { ldconfig -p 2>/dev/null | grep -q "$1"; }
 have_lib 'libEGL.so.1 ' || missing+=(libegl1)
 have_lib 'libGL.so.1 ' || missing+=(libgl1)
