@@ -462,6 +462,7 @@ def test_an_estop_from_a_fresh_process_that_sends_once_holds_within_one_tick(rob
     s = robot
     handle = s.start(f"fresh_{how[0]}", 600, lambda tick: 0.1 * DOWN)
     s.ticking(f"fresh_{how[0]}")
+    stalls_before = s.fresh_status().get("stalls", 0)
     env = dict(os.environ)
     if how == "indgen estop":
         argv = [graph.executable_path("indgen"), "estop"]
@@ -483,7 +484,12 @@ def test_an_estop_from_a_fresh_process_that_sends_once_holds_within_one_tick(rob
     if how == "indgen estop":
         assert "e-stop engaged: the robot holds" in out.stdout  # the service answers once it holds
     else:
-        assert out.stdout.split()[1] == "acked" and holds[0] - sent <= PERIOD
+        # within one tick; a pause of the stand-in's own hardware thread meanwhile (a new DDS
+        # participant's discovery on two cores, docs/real-robot.md "Stalls of the stand-in")
+        # delays the hold it records by that pause, which is the stand-in's, not the runner's
+        status = s.fresh_status()
+        paused = status.get("longest_stall_s", 0.0) if status.get("stalls", 0) > stalls_before else 0.0
+        assert out.stdout.split()[1] == "acked" and holds[0] - sent <= PERIOD + paused, (holds[0] - sent, status)
     release = [sys.executable, str(Path(__file__).parent / "helpers" / "pedal.py"), "false"]
     assert subprocess.run(release, capture_output=True, timeout=60, env=env).returncode == 0
     assert wait_until(lambda: s.prepare(f"released_{how[0]}").ready, 10)
