@@ -143,8 +143,7 @@ def check(
             started = time.monotonic()
             report.reply = remote.infer(request, timeout=timeout)
             report.seconds = time.monotonic() - started
-        except PolicyUnavailable as exc:
-            report.seconds = time.monotonic() - started if "started" in locals() else 0.0
+        except PolicyUnavailable as exc:  # unreachable, refused, or no answer within the timeout
             report.problems.append(str(exc))
             return report
         finally:

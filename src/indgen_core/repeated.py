@@ -15,22 +15,20 @@ class RepeatedWarning:
     log: Callable[[str], object]
     every_s: float = 30.0
     clock: Callable[[], float] = time.monotonic
-    _count: int = 0
-    _worst: float = 0.0
-    _since: float | None = None
-    _first: bool = field(default=True)
+    _count: int = field(default=0, init=False)
+    _worst: float = field(default=0.0, init=False)
+    _since: float | None = field(default=None, init=False)  # None until the first warning
 
     def warn(self, text: str, figure: float = 0.0, unit: str = "") -> None:
         """`text` the first time; later, a count (and the worst `figure`) every `every_s`."""
         now = self.clock()
-        if self._first:
-            self._first, self._since = False, now
+        if self._since is None:
+            self._since = now
             figure_text = f" ({figure:.0f} {unit})" if unit else ""
             self.log(f"{text}{figure_text}; repeats are counted, one line per {self.every_s:g} s")
             return
         self._count += 1
         self._worst = max(self._worst, figure)
-        assert self._since is not None
         if now - self._since >= self.every_s:
             worst = f" (worst {self._worst:.0f} {unit})" if unit else ""
             self.log(f"{self._count} more times in the last {now - self._since:.0f} s{worst}: {text}")

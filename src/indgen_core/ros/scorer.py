@@ -54,6 +54,7 @@ class Scorer(Node):
         subscribe(self, PolicyStatus, topics.POLICY_STATUS, self._on_policy_status, LATCHED)
         self._said: dict[str, dict] = {}  # trial id -> metadata, from a connected status
         self._identified: set[tuple[str, str]] = set()
+        self._policy_of: dict[str, dict[str, str]] = {}  # campaign -> trial id -> policy, read once
         self.reported: set[str] = set()
         # the progression manager exits once the report is written (a shutdown would cut it off)
         self.written_pub = self.create_publisher(String, topics.REPORT_WRITTEN, LATCHED)
@@ -89,7 +90,9 @@ class Scorer(Node):
         metadata = self._said.get(trial_id)
         if metadata is None:
             return
-        policy = next((t.policy for t in self.store.planned_trials(campaign_id) if t.trial_id == trial_id), None)
+        if campaign_id not in self._policy_of:  # once per campaign, not a query per result
+            self._policy_of[campaign_id] = {t.trial_id: t.policy for t in self.store.planned_trials(campaign_id)}
+        policy = self._policy_of[campaign_id].get(trial_id)
         if policy is None or (campaign_id, policy) in self._identified:
             return
         self._identified.add((campaign_id, policy))
