@@ -19,7 +19,7 @@ PYTEST_ARGS ?=
 MENAGERIE_ROOT ?= $(wildcard $(abspath ../shared/menagerie))
 export MENAGERIE_ROOT
 
-.PHONY: help setup libero lerobot demo test test-fast static lint docs docs-serve lock clean
+.PHONY: help setup libero lerobot demo twin-checkpoint test test-fast static lint docs docs-serve lock clean
 
 help:
 	@echo "make demo   set up, then run the main job (README.md)"
@@ -30,6 +30,7 @@ help:
 	@echo "make setup  only the set-up"
 	@echo "make libero add the optional LIBERO-Object world (make test does)"
 	@echo "make lerobot  lerobot in its own environment, for indgen dataset export (make test does)"
+	@echo "make twin-checkpoint  train the tau_0 checkpoint the demo ships with again"
 	@echo "make lock   re-pin requirements/constraints.txt from the current .venv"
 	@echo "make clean  remove .venv and build/"
 
@@ -91,6 +92,12 @@ $(LEROBOT_ENV)/.stamp: scripts/setup-lerobot.sh requirements/lerobot.txt
 
 demo: $(STAMPS)/install-run
 	$(BIN)/indgen twin demo --axis stack
+
+# the tau_0 checkpoint IndGen ships for the built-in FR3 (the demo starts from it where no
+# menagerie FR3 is found): train it again when the twin, its oracle or the policy's input change
+TWIN_CHECKPOINT := src/indgen_sim/twin/checkpoints/bc_tau0_builtin.pt
+twin-checkpoint: $(STAMPS)/install-run
+	MENAGERIE_ROOT= $(BIN)/indgen twin train-bc --robot builtin --out $(TWIN_CHECKPOINT)
 
 test: setup libero lerobot static docs
 	@mkdir -p build

@@ -68,7 +68,7 @@ setup(
     python_requires=">=3.10",
     package_dir={"": "src"},
     packages=find_packages(where="src", include=["indgen_core*", "indgen_sim*", "indgen_robot*"]),
-    package_data={"": ["*.xml", "*.yaml", "*.html"]},
+    package_data={"": ["*.xml", "*.yaml", "*.html", "checkpoints/*.pt"]},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/indgen"]),
         (f"share/{PACKAGE}", ["package.xml"]),

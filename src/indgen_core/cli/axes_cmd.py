@@ -46,10 +46,10 @@ def _param_text(axis) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     from indgen_core.axes import library
+    from indgen_core.report.terminal import wide_console
 
     table = Table(title="IndGen axes")
     for col in ("axis", "worlds", "moves", "levels", "in distribution", "regime", "source"):
@@ -64,19 +64,19 @@ def cmd_list(args: argparse.Namespace) -> int:
             axis.spec.regime.replace("_", "-"),
             axis.spec.source,
         )
-    Console(width=200).print(table)
+    wide_console(200).print(table)
     return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     from indgen_core.axes import load_axis
     from indgen_core.protocol import check_progression
+    from indgen_core.report.terminal import wide_console
 
     axis = load_axis(args.name)
-    console = Console(width=200)
+    console = wide_console(200)
     console.print(f"[bold]{axis.name}[/]: {axis.spec.description}")
     console.print(
         f"worlds: {', '.join(axis.spec.worlds)}; regime: {axis.spec.regime}; moves: {_param_text(axis)}; "

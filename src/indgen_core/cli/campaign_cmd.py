@@ -119,8 +119,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.table import Table
+
+    from indgen_core.report.terminal import wide_console
 
     with open_store(args) as store:
         table = Table(title=f"campaigns in {store.path}")
@@ -138,7 +139,7 @@ def cmd_list(args: argparse.Namespace) -> int:
                 c.status,
                 f"{done}/{len(rows)}",
             )
-        Console(width=200).print(table)
+        wide_console(200).print(table)
     return 0
 
 
@@ -173,12 +174,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def _print_sizes(args: argparse.Namespace) -> None:
     """The planner's table: per level, trials for a fixed exact design and under the
     sequential rule, and the robot time both take (planner.py)."""
-    from rich.console import Console
     from rich.table import Table
 
     from indgen_core import planner
     from indgen_core.axes import library
     from indgen_core.campaign import campaign_levels, config_threshold, load_campaign_config
+    from indgen_core.report.terminal import wide_console
 
     config = load_campaign_config(args.config)
     axis = library().get(config.axis)
@@ -212,7 +213,7 @@ def _print_sizes(args: argparse.Namespace) -> None:
             str(lv.cap),
             f"{lv.sequential.undecided:.0%}",
         )
-    console = Console(width=200)
+    console = wide_console(200)
     console.print(table)
     who = f"{plan.policies} policies" if plan.policies > 1 else "1 policy"
     fixed_h = plan.robot_hours([lv.fixed for lv in plan.levels])
@@ -378,14 +379,15 @@ def _run_trials(store, record, total: int, already: int, workers: int, cluster: 
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.table import Table
+
+    from indgen_core.report.terminal import wide_console
 
     with open_store(args) as store:
         c = store.campaign(args.id)
         counts = store.counts(args.id)
         names, hidden = blind.shown_names(store, c), blind.rates_hidden(store, c)
-        console = Console(width=200)
+        console = wide_console(200)
         console.print(
             f"[bold]{c.id}[/]: axis {c.axis}, world {c.world}, purpose {c.purpose}, status {c.status}, "
             f"order {c.order_mode}, seed {c.seed}"

@@ -50,7 +50,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     from indgen_core import analysis, blind, paths
@@ -58,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from indgen_core.errors import IndGenError
     from indgen_core.plots import difference_plot
     from indgen_core.report import comparison_rows
+    from indgen_core.report.terminal import wide_console
 
     with open_store(args) as store:
         ids = campaign_ids(args, store)
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
             comparisons = analysis.compare_arms(arms, pairing=args.pairing, sequential=sequential)
     if not comparisons:
         raise IndGenError("the campaigns share no level where both policies have a scored trial")
-    console = Console(width=200)
+    console = wide_console(200)
     conf = f"{1 - comparisons[0].alpha:.0%}"
     table = Table(
         title=f"policy differences along '{axis}' ({conf} intervals; p adjusted by Holm over "

@@ -46,9 +46,10 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([dataclasses.asdict(c) for c in results], indent=2))
     else:
-        from rich.console import Console
         from rich.markup import escape
         from rich.table import Table
+
+        from indgen_core.report.terminal import wide_console
 
         table = Table(title="indgen doctor", show_lines=False)
         for col in ("item", "status", "detail", "fix"):
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         for c in results:
             label = c.status + (" (required)" if c.required and c.status != doctor.OK else "")
             table.add_row(c.item, f"[{style[c.status]}]{label}[/]", escape(c.detail), escape(c.fix))
-        Console(width=160).print(table)
+        wide_console(160).print(table)
     return doctor.exit_status(results)
 
 

@@ -17,14 +17,20 @@ from indgen_core.report.rows import (
 )
 
 
-def print_table(summaries: Sequence[CampaignSummary], console=None) -> None:
+def wide_console(piped_width: int = 120):
+    """A rich console as wide as the terminal it prints on (rich wraps a table's cells to fit);
+    a log or a pipe gets `piped_width` columns, not the 80 rich assumes there."""
     import sys
 
     from rich.console import Console
+
+    return Console(width=None if sys.stdout.isatty() else piped_width)
+
+
+def print_table(summaries: Sequence[CampaignSummary], console=None) -> None:
     from rich.table import Table
 
-    # a log or a pipe gets the full table, not the 80 columns rich assumes there
-    console = console or Console(width=None if sys.stdout.isatty() else 120)
+    console = console or wide_console()
     for s in summaries:
         for c in s.curves:
             table = Table(
@@ -32,7 +38,7 @@ def print_table(summaries: Sequence[CampaignSummary], console=None) -> None:
                 caption=f"with a stated error: {guarantee_text(c)}; intervals: 95% {s.interval_kind}"
                 + (f"; break search: {search_text(c)}" if c.search else ""),
             )
-            for col in ("k", "parameters", "n", "succ.", "rate", "95% interval", "verdict", ""):
+            for col in ("k", "parameters", "n", "succ.", "rate", "95% interval", "verdict", "marks"):
                 table.add_column(col, justify="left" if col == "parameters" else "right")
             for row in level_rows(s, c):
                 style = "bold red" if "BREAK" in row["tags"] else ("dim" if row["n"] == 0 else "")

@@ -37,6 +37,12 @@ from indgen_sim.twin.training_plan import TAU0, TrainingPlan
 logger = logging.getLogger(__name__)
 
 
+#: the tau_0 checkpoint IndGen ships for the built-in FR3 (`make twin-checkpoint` trains it again):
+#: a first `make demo` on a machine without a menagerie FR3 starts from it instead of training for
+#: three minutes; test_twin_shipped_checkpoint.py drives the twin with it at tau_0
+SHIPPED_BUILTIN = Path(__file__).parent / "checkpoints" / "bc_tau0_builtin.pt"
+
+
 def checkpoint_path() -> Path:
     override = os.environ.get("INDGEN_TWIN_CHECKPOINT")
     return Path(override) if override else paths.data_dir() / "twin" / "bc_tau0.pt"

@@ -194,13 +194,46 @@ def cmd_views(args: argparse.Namespace) -> int:
     return 0
 
 
+def tau0_checkpoint(retrain: bool) -> None:
+    """The state-based tau_0 checkpoint the demo runs: the user's when it is current; else the one
+    IndGen ships, where the world renders the built-in FR3 it was trained on (a menagerie world
+    would refuse it); else one trained here."""
+    import shutil
+
+    from indgen_sim.twin import assets, bc
+
+    path = bc.checkpoint_path()
+    if not retrain and path.is_file() and not bc.outdated(path):
+        return
+    shipped = bc.SHIPPED_BUILTIN
+    if not retrain and assets.robot_source().kind == "builtin" and shipped.is_file() and not bc.outdated(shipped):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        shutil.copyfile(shipped, tmp)
+        tmp.replace(path)
+        print(
+            f"the tau_0 policy: IndGen's checkpoint for the built-in FR3, copied to {path} "
+            "(`indgen twin demo --retrain` trains one here, about 3 minutes)",
+            flush=True,
+        )
+        return
+    why = (
+        "retrain"
+        if retrain
+        else "no checkpoint"
+        if not path.is_file()
+        else "the checkpoint predates the current input layout"
+    )
+    print(f"training the tau_0 policy ({why}: {path}) ...", flush=True)
+    bc.train_and_save(None)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from indgen_core import paths
     from indgen_core.analysis import summarize
     from indgen_core.graphrun import run_graph
     from indgen_core.report import print_table, write_report
     from indgen_core.store import ResultsStore
-    from indgen_sim.twin import bc
 
     t0 = time.monotonic()
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -208,16 +241,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     log = args.log or out / "graph.log"
     db = Path(args.db) if args.db else paths.default_db()
-    if args.retrain or not bc.checkpoint_path().is_file() or bc.outdated(bc.checkpoint_path()):
-        why = (
-            "retrain"
-            if args.retrain
-            else "no checkpoint"
-            if not bc.checkpoint_path().is_file()
-            else "the checkpoint predates the current input layout"
-        )
-        print(f"training the tau_0 policy ({why}: {bc.checkpoint_path()}) ...", flush=True)
-        bc.train_and_save(None)
+    tau0_checkpoint(args.retrain)
     ids = []
     for policy, campaign in (
         ("droid_twin_oracle", f"campaigns/twin_{args.axis}_oracle.yaml"),
