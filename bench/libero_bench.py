@@ -34,7 +34,8 @@ def steps_per_second(cameras, steps: int) -> float:
 
 def campaign_rate(tmp: Path, trials: int, workers: int) -> float:
     from indgen_core import cluster
-    from indgen_core.campaign import CampaignConfig, plan_campaign
+    from indgen_core.campaign.config import CampaignConfig
+    from indgen_core.campaign.planning import plan_campaign
     from indgen_core.store import ResultsStore
 
     with ResultsStore(tmp / f"w{workers}.sqlite") as store:

@@ -14,7 +14,8 @@ import toy_world
 from pydantic import ValidationError
 
 from indgen_core import analysis, blind, routes
-from indgen_core.campaign import CampaignConfig, setup_for
+from indgen_core.campaign.config import CampaignConfig
+from indgen_core.campaign.planning import setup_for
 from indgen_core.errors import IndGenError
 from indgen_core.inprocess import InProcessExecutor
 from indgen_core.runner import run_campaign

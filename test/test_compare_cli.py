@@ -125,7 +125,8 @@ def test_campaigns_on_different_axes_are_refused(campaigns, tmp_path):
     env, db, _ = campaigns
     with ResultsStore(db) as store:
         from indgen_core.axes import AxisLibrary
-        from indgen_core.campaign import CampaignConfig, plan_campaign
+        from indgen_core.campaign.config import CampaignConfig
+        from indgen_core.campaign.planning import plan_campaign
 
         lib = AxisLibrary([toy_setup.config_dir(tmp_path) / "axes"])
         plan_campaign(store, CampaignConfig(name="w", axis="toy_width", world="toy", policies=["clumsy"],

@@ -409,7 +409,7 @@ def test_a_blind_ab_campaign_never_shows_a_policy_name(tmp_path, ros_context, ro
         record = store.campaign("lab")
         # the names are in the store, sealed
         assert {r.policy: r.outcome for r in store.rows("lab")} == {"zebra_policy": "success", "yak_policy": "success"}
-        letter_b = record.config["blind_labels"]["yak_policy"]
+        letter_b = record.blind_labels["yak_policy"]
     # yak_policy's trial went to its own server (its episode's requests: warm-ups are not recorded)
     assert requests_b.exists() and len(requests_b.read_text().splitlines()) >= 2
     manager = [line for line in out.splitlines() if "progression_manager" in line]

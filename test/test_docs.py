@@ -267,7 +267,7 @@ def _unknown_keys(model, data, prefix="") -> list[str]:
 
 def _model_of(data: dict):
     from indgen_core.axis_spec import AxisSpec
-    from indgen_core.campaign import CampaignConfig
+    from indgen_core.campaign.config import CampaignConfig
     from indgen_core.graph import ProfileSpec
     from indgen_core.robot_config import RobotConfig
 
@@ -304,30 +304,30 @@ def test_every_config_key_the_pages_show_exists():
 
 
 # -- the README's quick commands ----------------------------------------------------------------
-def test_the_readme_quick_campaign_runs_from_a_clean_data_directory(tmp_path):
-    """The three commands of "A campaign of your own", exactly as the README shows them, in a
-    fresh directory with a fresh results store (the repository's config/ beside it, as in a
-    clone)."""
+def test_the_readmes_own_policy_commands_run_from_a_clean_data_directory(tmp_path):
+    """The commands of "Your own policy, in three commands", exactly as the README shows them
+    (its `export` line included), in a fresh directory with a fresh results store (the
+    repository's config/ and examples/ beside it, as in a clone)."""
     readme = (REPO / "README.md").read_text()
-    campaign = re.search(r"`mine\.yaml`:\s*```yaml\n(.*?)```", readme, re.S)
-    commands = re.search(r"```bash\n(indgen campaign run .*?)```", readme, re.S)
-    assert campaign and commands, "the README's three-command campaign is where this test looks for it"
-    (tmp_path / "mine.yaml").write_text(campaign.group(1))
-    (tmp_path / "config").symlink_to(REPO / "config")
+    block = re.search(r"## Your own policy, in three commands.*?```bash\n(export .*?)```", readme, re.S)
+    assert block, "the README's own-policy commands are where this test looks for them"
+    for folder in ("config", "examples"):
+        (tmp_path / folder).symlink_to(REPO / folder)
     env = {**os.environ, "INDGEN_DB": str(tmp_path / "results.sqlite"), "INDGEN_ARTIFACTS": str(tmp_path / "art"),
            "XDG_DATA_HOME": str(tmp_path / "data"), "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
-    lines = [line.split("#", 1)[0].strip() for line in commands.group(1).splitlines()]
+    lines = [line.split("#", 1)[0].strip() for line in block.group(1).splitlines()]
     lines = [line for line in lines if line]
-    assert len(lines) == 3
-    out = ""
-    for line in lines:
+    exports, commands = lines[0].split()[1:], lines[1:]
+    env |= dict(item.replace("$PWD", str(tmp_path)).split("=", 1) for item in exports)
+    assert [c.split()[:3] for c in commands] == [["indgen", "campaign", "run"], ["indgen", "policy", "check"],
+                                                 ["indgen", "campaign", "run"], ["indgen", "compare", "mine"]]
+    out = {}
+    for line in commands:
         proc = subprocess.run(line.split(), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, f"{line}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
-        out += proc.stdout
-    report = tmp_path / "art" / "reports" / "mine"
-    for name in ("report.md", "report.html", "success_per_level.png", "summary.json"):
-        assert (report / name).is_file(), name
-    assert "blockenv_random_legal" in out and "Clopper-Pearson" in out
+        out[line.split()[1]] = " ".join(proc.stdout.split())
+    assert "mine: goal_grasper on 'blockenv_depth' (blockenv) - breaks at k=1" in out["campaign"]
+    assert out["compare"].count("blockenv_random_legal │") >= 4 and "9.54e-06" in out["compare"]
 
 
 # -- in a real browser --------------------------------------------------------------------------

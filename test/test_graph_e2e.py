@@ -12,7 +12,8 @@ import pytest
 import servers
 import yaml
 
-from indgen_core.campaign import CampaignConfig, plan_campaign
+from indgen_core.campaign.config import CampaignConfig
+from indgen_core.campaign.planning import plan_campaign
 from indgen_core.runner import run_campaign_batched
 from indgen_core.store import ResultsStore
 from indgen_core.waiting import wait_until

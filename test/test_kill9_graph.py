@@ -181,7 +181,7 @@ def test_kill9_of_every_process_of_a_blockenv_campaign(tmp_path, repo):
 
 
 def test_kill9_of_every_process_of_a_twin_campaign(tmp_path):
-    from indgen_core.campaign import setup_for
+    from indgen_core.campaign.planning import setup_for
     from indgen_core.episode import run_episode
     from indgen_core.specs.droid import DroidSpec
     from indgen_sim.twin.oracle import TwinOracle

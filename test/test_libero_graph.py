@@ -30,7 +30,7 @@ def test_libero_oracle_campaign_through_the_graph(tmp_path, monkeypatch):
         assert sorted(r.level for r in rows) == [-1, 0, 1]
         assert all(r.outcome == "success" for r in rows), [(r.level, r.reason) for r in rows]
         record = store.campaign("lib")
-        assert record.axis == "libero_goal_y" and record.config["world_options"] == {"task": 2}
+        assert record.axis == "libero_goal_y" and record.config.world_options == {"task": 2}
         certs = store.certificates(world="libero", axis="libero_goal_y")
         assert {c["level"] for c in certs} == {-1, 0, 1}
         images = sorted(a["level"] for a in store.artifacts("lib", kind="level_image"))

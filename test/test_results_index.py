@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from indgen_core.campaign import CampaignConfig, plan_campaign
+from indgen_core.campaign.config import CampaignConfig
+from indgen_core.campaign.planning import plan_campaign
 from indgen_core.store import ResultsStore
 
 BIN = Path(sys.executable).parent

@@ -13,7 +13,8 @@ import pytest
 import toy_setup
 import toy_world
 
-from indgen_core.campaign import CampaignConfig, plan_campaign
+from indgen_core.campaign.config import CampaignConfig
+from indgen_core.campaign.planning import plan_campaign
 from indgen_core.inprocess import InProcessExecutor
 from indgen_core.runner import run_campaign
 from indgen_core.store import ResultsStore

@@ -12,7 +12,8 @@ from procs import LoggedProcess, stop
 from ros_helpers import spin_until
 
 from indgen_core import graph, messages, records
-from indgen_core.campaign import CampaignConfig, plan_campaign
+from indgen_core.campaign.config import CampaignConfig
+from indgen_core.campaign.planning import plan_campaign
 from indgen_core.store import ResultsStore
 
 pytestmark = [pytest.mark.ros]

@@ -13,7 +13,8 @@ from procs import LoggedProcess
 from ros_helpers import call_with_retry, spin_until
 
 from indgen_core import graph, paths, records
-from indgen_core.campaign import CampaignConfig, plan_campaign
+from indgen_core.campaign.config import CampaignConfig
+from indgen_core.campaign.planning import plan_campaign
 from indgen_core.store import ResultsStore
 from indgen_core.waiting import wait_until
 

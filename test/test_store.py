@@ -12,7 +12,8 @@ import pytest
 import toy_setup
 
 from indgen_core import protocol
-from indgen_core.campaign import CampaignConfig, plan_campaign, setup_for
+from indgen_core.campaign.config import CampaignConfig
+from indgen_core.campaign.planning import plan_campaign, setup_for
 from indgen_core.errors import IndGenError
 from indgen_core.operator_flow import attempt_note
 from indgen_core.records import Outcome, TrialResult
@@ -252,3 +253,28 @@ def test_the_sequential_rule_counts_only_the_completed_prefix_of_the_planned_ord
         # an invalid trial is passed over, not counted; a pending one ends the prefix again
         assert store.commit_result(record.id, TrialResult(trials[4].trial_id, Outcome.INVALID, "scene knocked"))
         assert completed_counts(store, record.id) == {("skilled", 0): (4, 3)}
+
+
+def test_a_campaign_comes_back_typed_and_an_older_stores_extra_key_is_left_out(toy):
+    """The store hands a campaign back with its configuration validated into the schema again
+    and its axis snapshot typed; the stored JSON keeps the layout stores have always had (a
+    blind campaign's letters beside the schema's fields), and a key an older IndGen wrote that
+    the schema no longer has is left out, not an error."""
+    from indgen_core.axes import Level
+    from indgen_core.campaign.snapshot import AxisSnapshot
+
+    with ResultsStore(toy / "r.sqlite") as store:
+        planned = toy_setup.plan_toy(store, toy, campaign_id="typed", policies=["skilled", "clumsy"], blind=True)
+        back = store.campaign("typed")
+        assert isinstance(back.config, CampaignConfig) and back.config == planned.config
+        assert back.config.trials_per_level == 4 and back.config.policies == ["skilled", "clumsy"]
+        assert isinstance(back.axis_snapshot, AxisSnapshot) and back.axis_snapshot == planned.axis_snapshot
+        assert sorted(back.axis_snapshot.levels) == [0, 1, 2, 3]
+        assert all(isinstance(lv, Level) for lv in back.axis_snapshot.levels.values())
+        assert back.blind_labels == planned.blind_labels and sorted(back.blind_labels.values()) == ["A", "B"]
+        with sqlite3.connect(store.path) as conn:
+            (raw,) = conn.execute("SELECT config_json FROM campaigns WHERE id='typed'").fetchone()
+            stored = json.loads(raw)
+            assert stored["blind_labels"] == back.blind_labels and stored["trials_per_level"] == 4
+            conn.execute("UPDATE campaigns SET config_json=? WHERE id='typed'", (json.dumps(stored | {"retired": 1}),))
+        assert store.campaign("typed").config == planned.config

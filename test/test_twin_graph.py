@@ -11,7 +11,7 @@ import pytest
 import servers
 import yaml
 
-from indgen_core.campaign import setup_for
+from indgen_core.campaign.planning import setup_for
 from indgen_core.episode import run_episode
 from indgen_core.records import Outcome
 from indgen_core.specs.droid import DroidSpec

@@ -326,3 +326,40 @@ def test_the_key_is_never_taken_from_the_command_line_and_an_open_server_warns(c
         PolicyServer(lambda: None, host="127.0.0.1", port=0)
         PolicyServer(lambda: None, host="0.0.0.0", port=0, api_key="k")
     assert caplog.text == ""
+
+
+def test_sigterm_while_a_client_is_served_ends_the_server_cleanly_every_time():
+    """SIGTERM (a launcher's or a cluster's stop) while requests are in flight: exit 143 with
+    `indgen: terminated` and no traceback, however the signal falls. The handler that raises
+    wherever the program is landed it inside a connection's task now and then, and asyncio
+    printed that task's traceback."""
+    for attempt in range(8):
+        port = servers.free_port()
+        proc = servers.start_server("blockenv_random_legal", port)
+        stop = threading.Event()
+        answered = []
+
+        def client(port=port, stop=stop, answered=answered):
+            remote = RemotePolicy(f"ws://127.0.0.1:{port}", connect_timeout=5, request_timeout=5)
+            try:
+                while not stop.is_set():
+                    answered.append(remote.infer(blockenv_request())["actions"].shape)
+            except PolicyUnavailable:
+                pass  # the server went away: what this test does to it
+            finally:
+                remote.close()
+
+        clients = [threading.Thread(target=client, daemon=True) for _ in range(4)]
+        for thread in clients:
+            thread.start()
+        try:
+            assert wait_until(lambda a=answered, more=13 * attempt: len(a) > 40 + more, 30)
+            proc.terminate()
+            assert proc.wait(10) == 143, proc.output()[-3000:]
+        finally:
+            stop.set()
+            for thread in clients:
+                thread.join(10)
+            servers.stop(proc)
+        log = proc.output()
+        assert "indgen: terminated" in log and "Traceback" not in log, log[-3000:]

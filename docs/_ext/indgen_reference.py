@@ -146,7 +146,7 @@ def option_rows(parser: argparse.ArgumentParser) -> list[list[str]]:
 
 # -- configuration files ------------------------------------------------------------------------
 CONFIG_FILES = [
-    ("Campaign file", "config/campaigns/*.yaml", "indgen_core.campaign", "CampaignConfig"),
+    ("Campaign file", "config/campaigns/*.yaml", "indgen_core.campaign.config", "CampaignConfig"),
     ("Axis file", "config/axes/*.yaml", "indgen_core.axis_spec", "AxisSpec"),
     ("Robot configuration", "config/robots/*.yaml", "indgen_core.robot_config", "RobotConfig"),
     ("Graph profile", "config/graphs/*.yaml", "indgen_core.graph", "ProfileSpec"),
@@ -155,7 +155,8 @@ CONFIG_FILES = [
 
 def type_words(annotation: Any) -> str:
     text = repr(annotation) if not isinstance(annotation, type) else annotation.__name__
-    for noise in ("typing.", "indgen_core.", "campaign.", "axis_spec.", "robot_config.", "graph.", "NoneType"):
+    noises = ("typing.", "indgen_core.", "campaign.", "axis_spec.", "robot_config.", "config.", "graph.", "NoneType")
+    for noise in noises:
         text = text.replace(noise, "None" if noise == "NoneType" else "")
     return text
 

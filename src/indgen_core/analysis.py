@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from indgen_core import blind, ppi, stats
-from indgen_core import campaign as campaign_mod
 from indgen_core import comparisons as comparisons_mod
 from indgen_core import plan as plan_mod
+from indgen_core.campaign import planning as campaign_mod
+from indgen_core.campaign.config import AnalysisPlan
 from indgen_core.errors import IndGenError
 from indgen_core.records import SCORED_NAMES, scored_count
 from indgen_core.runner import completed_outcomes, level_places
@@ -76,11 +77,11 @@ class CampaignSummary:
 
     @property
     def black_box(self) -> bool:
-        return self.record.axis_snapshot.get("regime") == "black_box"
+        return self.record.axis_snapshot.regime == "black_box"
 
     @property
     def in_distribution(self) -> list[int]:
-        return list(self.record.axis_snapshot.get("in_distribution", [0]))
+        return list(self.record.axis_snapshot.in_distribution)
 
 
 def summarize(
@@ -102,13 +103,12 @@ def summarize(
     counts = store.counts(campaign_id)
     outcomes = completed_outcomes(store, campaign_id) if rule is not None else {}
     prefix = {key: (len(v), sum(v)) for key, v in outcomes.items()} if rule is not None else None
-    snapshot_levels = record.axis_snapshot["levels"]
+    snapshot_levels = record.axis_snapshot.levels
     curves = []
     for policy in names:  # a blinded campaign's in letter order
         levels = []
         pending = skipped = aborted = 0
-        for k_text, lv in sorted(snapshot_levels.items(), key=lambda kv: int(kv[0])):
-            k = int(k_text)
+        for k, lv in sorted(snapshot_levels.items()):
             c = counts.get((policy, k))
             if c is None:
                 continue
@@ -122,15 +122,15 @@ def summarize(
                     n=n,
                     successes=successes,
                     invalid=c["invalid"],
-                    in_distribution=lv["in_distribution"],
-                    distance=lv["distance"],
-                    side=lv["side"],
+                    in_distribution=lv.in_distribution,
+                    distance=lv.distance,
+                    side=lv.side,
                     confidence=confidence,
                     threshold=threshold,
                     anytime=anytime,
                 )
             )
-        mono = stats.monotonicity(levels) if record.axis_snapshot.get("regime") == "black_box" else None
+        mono = stats.monotonicity(levels) if record.axis_snapshot.regime == "black_box" else None
         curves.append(
             PolicyCurve(
                 campaign_id,
@@ -176,8 +176,8 @@ def summarize(
     twin_note = ""
     if twin:  # asked for by name: a twin that does not fit is an error
         beside = twin_besides(store, campaign_id, twin, confidence)
-    elif record.config.get("twin_campaign") and not blind.blinded(store, record):
-        twin = record.config["twin_campaign"]
+    elif record.config.twin_campaign and not blind.blinded(store, record):
+        twin = record.config.twin_campaign
         try:
             beside = twin_besides(store, campaign_id, twin, confidence)
         except IndGenError as exc:  # named in the campaign file: the report says why it is not used
@@ -229,16 +229,16 @@ def registered_comparisons(
 ) -> tuple[list[comparisons_mod.Comparison], str]:
     """The campaign file's pre-registered comparison, run exactly as registered: (results, a
     sentence saying what was registered, or why it could not run)."""
-    plan = record.config.get("analysis")
-    if not plan:
+    plan = record.config.analysis
+    if plan is None:
         return [], ""
     what = (
-        f"{' vs '.join(names[p] for p in plan['compare'])}, alpha {plan['alpha']:g} (Holm over levels and "
-        f"pairs), {plan['pairing']}" + (f", levels {plan['levels']}" if plan.get("levels") else ", every level")
+        f"{' vs '.join(names[p] for p in plan.compare)}, alpha {plan.alpha:g} (Holm over levels and "
+        f"pairs), {plan.pairing}" + (f", levels {plan.levels}" if plan.levels else ", every level")
     )
-    keep = set(plan["levels"]) if plan.get("levels") else None
+    keep = set(plan.levels) if plan.levels else None
     arms = []
-    for policy in plan["compare"]:
+    for policy in plan.compare:
         a = arm(rows, record.id, policy, names[policy])
         if keep is not None:
             a = Arm(a.label, a.campaign_id, a.policy, {k: v for k, v in a.outcomes.items() if k in keep})
@@ -247,7 +247,7 @@ def registered_comparisons(
     if sequential:
         what += " (anytime-valid: the sequential rule chose the levels' sizes)"
     try:
-        return compare_arms(arms, 1 - plan["alpha"], plan["pairing"], sequential=sequential), what
+        return compare_arms(arms, 1 - plan.alpha, plan.pairing, sequential=sequential), what
     except IndGenError as exc:
         return [], f"{what}: not run, {exc}"
 
@@ -357,8 +357,8 @@ def sequential_design(record: CampaignRecord) -> bool:
     that stops once decided): its comparisons are then the anytime-valid paired test; a
     fixed-size test (McNemar, Boschloo) on levels the rule stopped early says "better" too
     often (two equal policies: 7.5-13.6% of campaigns at a nominal 5%, by the cap)."""
-    plan = record.config.get("analysis") or {}
-    return campaign_mod.adaptive_rule(record) is not None or bool(plan.get("stop_when_decided"))
+    plan = record.config.analysis
+    return campaign_mod.adaptive_rule(record) is not None or (plan is not None and plan.stop_when_decided)
 
 
 def decided_reason(store: ResultsStore, record: CampaignRecord) -> str | None:
@@ -366,29 +366,29 @@ def decided_reason(store: ResultsStore, record: CampaignRecord) -> str | None:
     (`analysis.stop_when_decided`) and the anytime-valid paired test, Holm-adjusted over the
     registered levels, has decided at every one of them. It names no policy and no rate: a
     blind campaign stays blind until someone unblinds it."""
-    plan = record.config.get("analysis") or {}
-    if not plan.get("stop_when_decided"):
+    plan = record.config.analysis
+    if plan is None or not plan.stop_when_decided:
         return None
     rows = store.rows(record.id)
-    wanted = set(plan.get("levels") or {t.level for t in store.planned_trials(record.id)})
-    arms = [arm(rows, record.id, policy) for policy in plan["compare"]]
+    wanted = set(plan.levels or {t.level for t in store.planned_trials(record.id)})
+    arms = [arm(rows, record.id, policy) for policy in plan.compare]
     arms = [Arm(a.label, a.campaign_id, a.policy, {k: v for k, v in a.outcomes.items() if k in wanted}) for a in arms]
     try:
-        comparisons = compare_arms(arms, 1 - plan["alpha"], "paired", sequential=True)
+        comparisons = compare_arms(arms, 1 - plan.alpha, "paired", sequential=True)
     except IndGenError:
         return None
     decided = {c.level for c in comparisons if c.p_adjusted <= c.alpha}
     if wanted and decided >= wanted:
         return (
-            f"the registered comparison is decided at every level (anytime-valid, alpha {plan['alpha']:g}); the "
+            f"the registered comparison is decided at every level (anytime-valid, alpha {plan.alpha:g}); the "
             "remaining trials are not needed (the unblinding, or indgen compare, shows the result)"
         )
     return None
 
 
-def registered_analysis(record: CampaignRecord) -> dict[str, Any] | None:
-    """The comparison the campaign file registered before its trials ran (campaign.AnalysisPlan)."""
-    return record.config.get("analysis")
+def registered_analysis(record: CampaignRecord) -> AnalysisPlan | None:
+    """The comparison the campaign file registered before its trials ran."""
+    return record.config.analysis
 
 
 def arms_of(store: ResultsStore, campaign_ids, labels: dict[tuple[str, str], str] | None = None) -> list[Arm]:
@@ -405,12 +405,12 @@ def arms_of(store: ResultsStore, campaign_ids, labels: dict[tuple[str, str], str
                 f"campaigns {first.id} (axis {first.axis}) and {r.id} (axis {r.axis}) are on different "
                 "axes; a comparison needs one axis"
             )
-        ka, kb = sorted(map(int, first.axis_snapshot["levels"])), sorted(map(int, r.axis_snapshot["levels"]))
+        ka, kb = sorted(first.axis_snapshot.levels), sorted(r.axis_snapshot.levels)
         shared = sorted(set(ka) & set(kb))
         if not shared:
             raise IndGenError(f"campaigns {first.id} and {r.id} share no level ({ka} and {kb}); nothing to compare")
         for k in shared:
-            if first.axis_snapshot["levels"][str(k)]["parameters"] != r.axis_snapshot["levels"][str(k)]["parameters"]:
+            if first.axis_snapshot.levels[k].parameters != r.axis_snapshot.levels[k].parameters:
                 raise IndGenError(
                     f"level k={k} of axis {first.axis} is not the same task in {first.id} and {r.id} "
                     "(the axis file changed between them)"

@@ -20,11 +20,14 @@ import re
 import string
 import time
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from indgen_core.errors import IndGenError
-from indgen_core.store import CampaignRecord, ResultsStore
+
+if TYPE_CHECKING:  # types only: the store's campaign config validates with this module's words
+    from indgen_core.store import CampaignRecord, ResultsStore
 
 UNBLIND = "unblind"
 LETTERS = string.ascii_uppercase
@@ -73,7 +76,7 @@ def identity_in(text: str, words: Mapping[str, str]) -> str | None:
 
 def labels(record: CampaignRecord) -> dict[str, str]:
     """policy -> letter for a blind campaign, {} otherwise."""
-    return dict(record.config.get("blind_labels") or {})
+    return dict(record.blind_labels)
 
 
 def unblinding(store: ResultsStore, record: CampaignRecord) -> dict | None:

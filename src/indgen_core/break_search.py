@@ -52,6 +52,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from indgen_core import sequential
+from indgen_core.stats import DEFAULT_CONFIDENCE, DEFAULT_THRESHOLD
 
 #: the optimism of the bounds that price each witness, and the looser bounds other levels
 #: lend it through the monotone envelope (steering only, never a claim)
@@ -130,8 +131,8 @@ class BreakSearch:
     """The evidence along one chain of levels (tau_0 outward) for one policy."""
 
     chain_length: int
-    threshold: float = 0.2
-    confidence: float = 0.95
+    threshold: float = DEFAULT_THRESHOLD
+    confidence: float = DEFAULT_CONFIDENCE
     levels: list[LevelEvidence] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -142,7 +143,10 @@ class BreakSearch:
 
     @classmethod
     def replay(
-        cls, outcomes: Sequence[Sequence[bool]], threshold: float = 0.2, confidence: float = 0.95
+        cls,
+        outcomes: Sequence[Sequence[bool]],
+        threshold: float = DEFAULT_THRESHOLD,
+        confidence: float = DEFAULT_CONFIDENCE,
     ) -> BreakSearch:
         """The search after `outcomes[j]`, level j's scored trials in trial order."""
         search = cls(len(outcomes), threshold, confidence)
@@ -255,7 +259,12 @@ def _cost(deficit: float, rate: float, threshold: float, room: int, above: bool)
 
 
 def decide(
-    chain_rates: Sequence[float], rng, cap: int, budget: int, threshold: float = 0.2, confidence: float = 0.95
+    chain_rates: Sequence[float],
+    rng,
+    cap: int,
+    budget: int,
+    threshold: float = DEFAULT_THRESHOLD,
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> tuple[int, BreakSet]:
     """One simulated search on true rates `chain_rates` (per-level cap, total budget):
     (trials used, final set). The planner and bench/stats_coverage.py use it."""

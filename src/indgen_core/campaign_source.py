@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from indgen_core import paths
-from indgen_core.campaign import load_campaign_config, plan_campaign
+from indgen_core.campaign.config import load_campaign_config
+from indgen_core.campaign.planning import plan_campaign
 from indgen_core.errors import IndGenError
 from indgen_core.lists import parse_int_list
 from indgen_core.store import ResultsStore

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from indgen_core import analysis, runner
-from indgen_core import campaign as campaign_mod
+from indgen_core.campaign import planning as campaign_mod
 from indgen_core.errors import IndGenError, require
 from indgen_core.records import Outcome, TaskSetup, TrialResult
 from indgen_core.runner import Progress, RunSummary, completed_outcomes
@@ -168,7 +168,7 @@ def run_campaign_cluster(
     args = (
         record.world,
         json.dumps(dict(world_options or {}), sort_keys=True),
-        json.dumps(dict(record.config.get("endpoints") or {}), sort_keys=True),
+        json.dumps(dict(record.config.endpoints), sort_keys=True),
     )
     summary = RunSummary(campaign_id)
     total = len(store.planned_trials(campaign_id))
@@ -263,7 +263,7 @@ def run_campaign_cluster(
 
 def _stops_when_decided(record) -> bool:
     plan = analysis.registered_analysis(record)
-    return bool(plan and plan.get("stop_when_decided"))
+    return plan is not None and plan.stop_when_decided
 
 
 def _finish(store: ResultsStore, record, summary: RunSummary) -> RunSummary:

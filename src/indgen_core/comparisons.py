@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from indgen_core.errors import IndGenError
+from indgen_core.stats import DEFAULT_CONFIDENCE
 
 PAIRED, UNPAIRED = "paired (exact McNemar, Tango's score interval)", "unpaired (Boschloo, Newcombe's interval)"
 SEQUENTIAL = "paired, anytime-valid (a test by betting on the discordant pairs)"
@@ -61,7 +62,7 @@ class Comparison:
         return self.a if self.difference > 0 else self.b if self.difference < 0 else None
 
 
-def tango_interval(a_only: int, b_only: int, pairs: int, confidence: float = 0.95) -> tuple[float, float]:
+def tango_interval(a_only: int, b_only: int, pairs: int, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:
     """Tango's score interval for the paired difference rate_a - rate_b = (a_only - b_only) / n.
 
     The score statistic for a hypothesised difference d is
@@ -98,7 +99,12 @@ def tango_interval(a_only: int, b_only: int, pairs: int, confidence: float = 0.9
 
 
 def paired(
-    a: str, b: str, level: int, outcomes_a: Mapping[int, bool], outcomes_b: Mapping[int, bool], confidence: float = 0.95
+    a: str,
+    b: str,
+    level: int,
+    outcomes_a: Mapping[int, bool],
+    outcomes_b: Mapping[int, bool],
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> Comparison:
     """a against b at one level over the seeds both ran (`outcomes_*[seed] = success`)."""
     from statsmodels.stats.contingency_tables import mcnemar
@@ -132,7 +138,14 @@ def paired(
 
 
 def unpaired(
-    a: str, b: str, level: int, successes_a: int, n_a: int, successes_b: int, n_b: int, confidence: float = 0.95
+    a: str,
+    b: str,
+    level: int,
+    successes_a: int,
+    n_a: int,
+    successes_b: int,
+    n_b: int,
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> Comparison:
     if n_a == 0 or n_b == 0:
         raise IndGenError(f"level k={level}: {a if n_a == 0 else b} has no scored trial there")
@@ -167,7 +180,12 @@ def unpaired(
 
 
 def sequential_paired(
-    a: str, b: str, level: int, outcomes_a: Mapping[int, bool], outcomes_b: Mapping[int, bool], confidence: float = 0.95
+    a: str,
+    b: str,
+    level: int,
+    outcomes_a: Mapping[int, bool],
+    outcomes_b: Mapping[int, bool],
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> Comparison:
     """a against b at one level over the seeds both ran, valid however the trials were stopped
     (a level the sequential rule stopped early, a blind A/B stopped once decided) and however

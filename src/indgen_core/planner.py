@@ -24,6 +24,7 @@ import numpy as np
 
 from indgen_core import sequential
 from indgen_core.errors import IndGenError
+from indgen_core.stats import DEFAULT_CONFIDENCE
 
 #: the planning alternative when the user states no expected rate: threshold +- this
 PLANNING_MARGIN = 0.15
@@ -53,7 +54,9 @@ def exact_power(n, rate: float, threshold: float, alpha: float):
     return np.where(c >= 0, _sps.binom.cdf(c, n, rate), 0.0)
 
 
-def fixed_trials(rate: float, threshold: float, confidence: float = 0.95, power: float = DEFAULT_POWER) -> int:
+def fixed_trials(
+    rate: float, threshold: float, confidence: float = DEFAULT_CONFIDENCE, power: float = DEFAULT_POWER
+) -> int:
     """The fixed exact design: the smallest n whose one-sided exact test at (1 - confidence) / 2
     shows `rate` on its side of the threshold with probability `power` (the exact power
     saw-tooths in n; this is the first n that reaches it)."""
@@ -89,7 +92,7 @@ class SequentialRun:
     wrong: float  # share of runs that called the wrong side
 
 
-def sequential_run(rate: float, threshold: float, cap: int, confidence: float = 0.95) -> SequentialRun:
+def sequential_run(rate: float, threshold: float, cap: int, confidence: float = DEFAULT_CONFIDENCE) -> SequentialRun:
     """The sequential rule's trials at `rate` up to `cap`, exactly: the distribution of the
     successes among runs still undecided, carried trial by trial (dynamic programming over
     trials and successes), each run leaving it at the trial its evidence shows a side."""
@@ -148,7 +151,7 @@ def plan_levels(
     expect: Mapping[int, float],
     policies: int = 1,
     trial_s: float = 60.0,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
     power: float = DEFAULT_POWER,
 ) -> CampaignPlan:
     """Size every level. `expect[k]`: the rate expected at level k; levels without one are
@@ -201,7 +204,7 @@ def simulate_search(
     rates: Sequence[float],
     threshold: float,
     cap: int,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
     runs: int = SIMULATED_RUNS,
     seed: int = 0,
 ) -> SearchPlan:

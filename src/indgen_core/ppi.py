@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from indgen_core.errors import IndGenError
-from indgen_core.stats import exact_interval
+from indgen_core.stats import DEFAULT_CONFIDENCE, exact_interval
 
 #: share of alpha spent on the twin's own rate (the twin's many trials need little)
 ALPHA_TWIN_SHARE = 0.25
@@ -85,7 +85,9 @@ class TwinBeside:
         return (self.interval[1] - self.interval[0]) / real if real > 0 else math.inf
 
 
-def twin_beside(level: int, real: Mapping[int, bool], twin: Mapping[int, bool], confidence: float = 0.95) -> TwinBeside:
+def twin_beside(
+    level: int, real: Mapping[int, bool], twin: Mapping[int, bool], confidence: float = DEFAULT_CONFIDENCE
+) -> TwinBeside:
     """`real[seed]`, `twin[seed]`: success per planned seed. Every real seed must have been run
     by the twin too (the pairs); the twin's other trials pin down its own rate."""
     if not real:

@@ -32,7 +32,7 @@ def routes(record: CampaignRecord) -> dict[str, str]:
     """The policy server of each policy with an `endpoints` entry, keyed by the name the graph's
     setups carry (a blind campaign's letter): what the progression manager tells the policy node."""
     names = blind.labels(record)
-    return {names.get(p, p): uri for p, uri in (record.config.get("endpoints") or {}).items()}
+    return {names.get(p, p): uri for p, uri in record.config.endpoints.items()}
 
 
 def routes_message(record: CampaignRecord) -> str:

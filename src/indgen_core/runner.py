@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from indgen_core import campaign as campaign_mod
+from indgen_core.campaign import planning as campaign_mod
+from indgen_core.campaign.config import CERTIFY
 from indgen_core.errors import IndGenError
 from indgen_core.records import SCORED_NAMES, Outcome, TaskSetup, TrialResult
 from indgen_core.store import PlannedTrial, ResultsStore
@@ -101,7 +102,7 @@ def next_trial(store: ResultsStore, record, rule) -> tuple[PlannedTrial | None, 
 
 def level_places(record) -> dict[int, tuple[int, int]]:
     """level -> (atomic steps from tau_0, side: 0 in distribution, +1 / -1 beyond)."""
-    return {int(k): (lv["distance"], lv["side"]) for k, lv in record.axis_snapshot["levels"].items()}
+    return {k: (lv.distance, lv.side) for k, lv in record.axis_snapshot.levels.items()}
 
 
 def run_campaign(
@@ -150,7 +151,7 @@ def run_campaign(
         if result.trial_id != trial.trial_id:
             raise IndGenError(f"executor answered trial '{result.trial_id}' for '{trial.trial_id}'")
         final = commit(result)
-        if record.purpose == campaign_mod.CERTIFY and result.outcome is Outcome.SUCCESS:
+        if record.purpose == CERTIFY and result.outcome is Outcome.SUCCESS:
             campaign_mod.refresh_certificates(store, record)
         if progress is not None:
             done = total - len(store.pending_trials(campaign_id))

@@ -33,6 +33,11 @@ import numpy as np
 PRIOR = (1.0, 1.0)
 UPPER, LOWER = "upper", "lower"
 HELD, BROKEN, UNDECIDED = "held", "broken", "undecided"
+#: every interval's and test's confidence unless a caller says otherwise (stats.py re-exports it)
+DEFAULT_CONFIDENCE = 0.95
+#: the success rate below which a level counts as broken: the paper's 20% (an axis or a campaign
+#: may set its own)
+DEFAULT_THRESHOLD = 0.2
 
 
 def _log_e(s, f, p0: float, side: str, prior: tuple[float, float] = PRIOR):
@@ -93,7 +98,7 @@ def _bound(successes: int, n: int, alpha: float, side: str) -> float:
     return float(optimize.brentq(f, lo, hi, xtol=1e-7))
 
 
-def confidence_sequence(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+def confidence_sequence(successes: int, n: int, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:
     """The interval of the 95% (`confidence`) confidence sequence after n trials: each side at
     (1 - confidence) / 2, valid at every n at once. (0, 1) with no trials."""
     if n == 0:
@@ -102,7 +107,7 @@ def confidence_sequence(successes: int, n: int, confidence: float = 0.95) -> tup
     return _bound(successes, n, alpha, UPPER), _bound(successes, n, alpha, LOWER)
 
 
-def verdict(successes: int, n: int, threshold: float, confidence: float = 0.95) -> str:
+def verdict(successes: int, n: int, threshold: float, confidence: float = DEFAULT_CONFIDENCE) -> str:
     """held (the rate is shown at or above the threshold), broken (below) or undecided, each
     claim at (1 - confidence) / 2 and valid however often it is looked at."""
     if n == 0:
@@ -115,7 +120,9 @@ def verdict(successes: int, n: int, threshold: float, confidence: float = 0.95) 
     return UNDECIDED
 
 
-def boundaries(threshold: float, max_trials: int, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+def boundaries(
+    threshold: float, max_trials: int, confidence: float = DEFAULT_CONFIDENCE
+) -> tuple[np.ndarray, np.ndarray]:
     """For n = 1..max_trials (index n - 1): the fewest successes that show the rate held (at or
     above the threshold; n + 1 when none can) and the most that show it broken (-1 when none
     can). The evidence above the threshold grows with the successes, below it shrinks, so one
@@ -151,7 +158,7 @@ def boundaries(threshold: float, max_trials: int, confidence: float = 0.95) -> t
 
 
 def first_decision(
-    outcomes, threshold: float, confidence: float = 0.95, max_trials: int | None = None
+    outcomes, threshold: float, confidence: float = DEFAULT_CONFIDENCE, max_trials: int | None = None
 ) -> tuple[str, int]:
     """(verdict, trials used) of the rule that looks after every trial and stops at the first
     claim, over `outcomes` (0/1, in the planned order); undecided after all of them (or
@@ -161,7 +168,10 @@ def first_decision(
 
 
 def first_decisions(
-    outcomes: np.ndarray, threshold: float, confidence: float = 0.95, edges: tuple[np.ndarray, np.ndarray] | None = None
+    outcomes: np.ndarray,
+    threshold: float,
+    confidence: float = DEFAULT_CONFIDENCE,
+    edges: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[list[str], np.ndarray]:
     """first_decision for many runs at once: `outcomes` is runs x trials (0/1). The planner and
     bench/stats_coverage.py simulate the rule with it; `edges` reuses `boundaries`."""

@@ -33,10 +33,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from indgen_core import sequential
-from indgen_core.sequential import BROKEN, HELD, UNDECIDED
+from indgen_core.sequential import BROKEN, DEFAULT_CONFIDENCE, DEFAULT_THRESHOLD, HELD, UNDECIDED
 
-DEFAULT_CONFIDENCE = 0.95
-DEFAULT_THRESHOLD = 0.2
 EXACT = "exact (Clopper-Pearson), n fixed in advance"
 SEQUENCE = "confidence sequence (Robbins' mixture), valid at every n"
 

@@ -10,7 +10,8 @@ import toy_world
 import yaml
 
 from indgen_core.axes import AxisLibrary
-from indgen_core.campaign import CampaignConfig, plan_campaign
+from indgen_core.campaign.config import CampaignConfig
+from indgen_core.campaign.planning import plan_campaign
 
 REPO = Path(__file__).resolve().parents[2]
 

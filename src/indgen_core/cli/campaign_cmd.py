@@ -144,7 +144,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace, store):
-    from indgen_core.campaign import load_campaign_config, plan_campaign
+    from indgen_core.campaign.config import load_campaign_config
+    from indgen_core.campaign.planning import plan_campaign
 
     config = load_campaign_config(args.config)
     record = plan_campaign(
@@ -178,7 +179,8 @@ def _print_sizes(args: argparse.Namespace) -> None:
 
     from indgen_core import planner
     from indgen_core.axes import library
-    from indgen_core.campaign import campaign_levels, config_threshold, load_campaign_config
+    from indgen_core.campaign.config import load_campaign_config
+    from indgen_core.campaign.planning import campaign_levels, config_threshold
     from indgen_core.report.terminal import wide_console
 
     config = load_campaign_config(args.config)
@@ -246,7 +248,7 @@ def _print_search(console, config, axis, threshold: float, expect: dict[int, flo
     """The break search on the curve the user expects, beside the per-level sweep."""
     from indgen_core import plan as plan_mod
     from indgen_core import planner
-    from indgen_core.campaign import campaign_levels
+    from indgen_core.campaign.planning import campaign_levels
 
     levels = campaign_levels(config, axis, str(config.name))
     places = {k: axis.distance(k) for k in levels}
@@ -298,7 +300,7 @@ def _worker_count(text: str) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from indgen_core.campaign import load_campaign_config
+    from indgen_core.campaign.config import load_campaign_config
     from indgen_core.inprocess import check_runnable
 
     config = load_campaign_config(args.config)
@@ -368,7 +370,7 @@ def _run_trials(store, record, total: int, already: int, workers: int, cluster: 
             ProgressPrinter(total, f"campaign {record.id}", already=already) as bar,
         ):
             return cluster_mod.run_campaign_cluster(store, record.id, client, progress=progress(bar))
-    executor = InProcessExecutor(record.world, endpoints=record.config.get("endpoints"))
+    executor = InProcessExecutor(record.world, endpoints=record.config.endpoints)
     try:
         with ProgressPrinter(total, f"campaign {record.id}", already=already) as bar:
             return run_campaign(store, record.id, executor, progress=progress(bar))

@@ -68,7 +68,7 @@ def _cluster(args: argparse.Namespace) -> int:
 
     worlds, policies = list(args.world), []
     if args.campaign:  # before the cluster: a bad file is one sentence, not a connection
-        from indgen_core.campaign import load_campaign_config
+        from indgen_core.campaign.config import load_campaign_config
 
         config = load_campaign_config(args.campaign)
         worlds.append(config.world)

@@ -58,8 +58,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import asyncio
+    import signal
 
     from indgen_core import registry
+    from indgen_core.cli import Terminated
     from indgen_core.errors import IndGenError
     from indgen_core.wire import codec
     from indgen_core.wire.client import read_api_key
@@ -102,8 +104,19 @@ def run(args: argparse.Namespace) -> int:
             f"serving {args.name} on ws://{args.host}:{port} (healthz: http://{args.host}:{port}/healthz)", flush=True
         )
 
+    async def serve_until_terminated() -> None:
+        # SIGTERM cancels the server's task: the Terminated that `indgen`'s own handler raises
+        # wherever the program is would land inside a connection's task, which asyncio logs as
+        # a traceback ("Task exception was never retrieved")
+        serving = asyncio.ensure_future(server.serve_forever(ready))
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, serving.cancel)
+        try:
+            await serving
+        except asyncio.CancelledError:
+            raise Terminated from None
+
     try:
-        asyncio.run(server.serve_forever(ready))
+        asyncio.run(serve_until_terminated())
     except OSError as exc:
         raise IndGenError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     return 0

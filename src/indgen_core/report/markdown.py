@@ -48,7 +48,7 @@ def markdown(
         lines += [
             f"## Campaign `{r.id}`",
             "",
-            f"- purpose: {r.purpose}; regime: {s.record.axis_snapshot.get('regime')}; "
+            f"- purpose: {r.purpose}; regime: {s.record.axis_snapshot.regime}; "
             f"in distribution: k={s.in_distribution}; break threshold: {s.threshold:.0%}",
             f"- order: {r.order_mode}; seed: {r.seed}; status: {r.status}",
         ]

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from indgen_core.analysis import CampaignSummary, PolicyCurve
-from indgen_core.campaign import level_from_snapshot
 
 
 def percent(value: float, threshold: float) -> str:
@@ -29,8 +28,8 @@ def interval_text(bounds: Sequence[float], threshold: float) -> str:
 
 
 def _fmt_params(summary: CampaignSummary, k: int) -> str:
-    level = level_from_snapshot(summary.record.axis_snapshot, k)
-    moved = set(summary.record.axis_snapshot.get("moved", []))
+    level = summary.record.axis_snapshot.levels[k]
+    moved = set(summary.record.axis_snapshot.moved)
     return ", ".join(f"{p.name}={p.value:g} {p.unit}" for p in level.parameters if p.name in moved or not moved)
 
 
@@ -137,7 +136,7 @@ def summary_json(summaries: Sequence[CampaignSummary]) -> dict[str, Any]:
                 "axis": s.record.axis,
                 "world": s.record.world,
                 "purpose": s.record.purpose,
-                "regime": s.record.axis_snapshot.get("regime"),
+                "regime": s.record.axis_snapshot.regime,
                 "in_distribution": s.in_distribution,
                 "break_threshold": s.threshold,
                 "protocol": s.record.protocol.get("summary", {}),
@@ -180,7 +179,7 @@ def summary_json(summaries: Sequence[CampaignSummary]) -> dict[str, Any]:
                 "registered_analysis": {"plan": s.registered_plan, "comparisons": comparison_rows(s.registered)}
                 if s.registered_plan
                 else None,
-                "blind": bool(s.record.config.get("blind")),
+                "blind": s.record.config.blind,
                 "twin": {"campaign_id": s.twin_id, "note": s.twin_note, "levels": twin_rows(s)} if s.twin_id else None,
                 "invalid_trials": s.invalid,
                 "operator": [{"policy": p, "level": k, **c} for (p, k), c in sorted(s.operator.items())],

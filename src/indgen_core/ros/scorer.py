@@ -26,8 +26,9 @@ from rclpy.node import Node
 from std_msgs.msg import String
 
 from indgen_core import blind, messages, paths, topics
-from indgen_core import campaign as campaign_mod
 from indgen_core.analysis import summarize
+from indgen_core.campaign import planning as campaign_mod
+from indgen_core.campaign.config import CERTIFY
 from indgen_core.errors import IndGenError
 from indgen_core.node_interfaces import SCORER_ENDPOINTS
 from indgen_core.node_interfaces import ScorerParameters as Parameters
@@ -118,7 +119,7 @@ class Scorer(Node):
         self._identify(msg.campaign_id, msg.trial_id)
         self.committed += 1
         record = self.store.campaign(msg.campaign_id)
-        if final and record.purpose == campaign_mod.CERTIFY and result.outcome is Outcome.SUCCESS:
+        if final and record.purpose == CERTIFY and result.outcome is Outcome.SUCCESS:
             campaign_mod.refresh_certificates(self.store, record)
         if final:
             self._publish_score(record, msg.policy, msg.level)
@@ -138,7 +139,7 @@ class Scorer(Node):
             self.get_logger().error(f"relabel of {msg.trial_id} not committed: {exc}")
             return
         record = self.store.campaign(msg.campaign_id)
-        if record.purpose == campaign_mod.CERTIFY:
+        if record.purpose == CERTIFY:
             campaign_mod.refresh_certificates(self.store, record)
         self._publish_score(record, msg.policy, msg.level)
 

@@ -9,8 +9,20 @@ import time
 from collections.abc import Iterable
 
 from indgen_core import auth
+from indgen_core.campaign.config import stored_config
+from indgen_core.campaign.snapshot import AxisSnapshot
+from indgen_core.errors import first_line
 from indgen_core.store.records import CampaignRecord, PlannedTrial, StoreError
 from indgen_core.store.schema import StoreBase
+
+
+def stored_config_json(record: CampaignRecord) -> dict:
+    """The campaign's configuration as the store keeps it (the layout stores have always had):
+    the schema's fields, and a blind campaign's letters beside them."""
+    stored = record.config.model_dump()
+    if record.blind_labels:
+        stored["blind_labels"] = dict(record.blind_labels)
+    return stored
 
 
 class CampaignsMixin(StoreBase):
@@ -32,8 +44,8 @@ class CampaignsMixin(StoreBase):
                     record.group_name,
                     record.order_mode,
                     record.seed,
-                    json.dumps(record.config, sort_keys=True),
-                    json.dumps(record.axis_snapshot, sort_keys=True),
+                    json.dumps(stored_config_json(record), sort_keys=True),
+                    json.dumps(record.axis_snapshot.to_json(), sort_keys=True),
                     json.dumps(record.protocol, sort_keys=True),
                     int(record.override_uncertified),
                     record.override_reason,
@@ -79,6 +91,14 @@ class CampaignsMixin(StoreBase):
 
     @staticmethod
     def _campaign(row: sqlite3.Row) -> CampaignRecord:
+        raw = json.loads(row["config_json"])
+        labels = raw.pop("blind_labels", None) or {}
+        try:
+            config = stored_config(raw)
+        except ValueError as exc:  # pydantic's ValidationError
+            raise StoreError(
+                f"campaign '{row['id']}' has a stored configuration this IndGen cannot read: {first_line(exc)}"
+            ) from None
         return CampaignRecord(
             id=row["id"],
             name=row["name"],
@@ -88,8 +108,9 @@ class CampaignsMixin(StoreBase):
             group_name=row["group_name"],
             order_mode=row["order_mode"],
             seed=row["seed"],
-            config=json.loads(row["config_json"]),
-            axis_snapshot=json.loads(row["axis_json"]),
+            config=config,
+            blind_labels=dict(labels),
+            axis_snapshot=AxisSnapshot.from_json(json.loads(row["axis_json"])),
             protocol=json.loads(row["protocol_json"]),
             override_uncertified=bool(row["override_uncertified"]),
             override_reason=row["override_reason"],

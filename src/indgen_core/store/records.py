@@ -6,9 +6,11 @@ the store's own rows: a campaign, a planned trial, a trial joined with its final
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from indgen_core.campaign.config import CampaignConfig
+from indgen_core.campaign.snapshot import AxisSnapshot
 from indgen_core.errors import IndGenError
 
 
@@ -37,6 +39,9 @@ class PlannedTrial:
 
 @dataclass(frozen=True)
 class CampaignRecord:
+    """A planned campaign as the store keeps it, typed: its configuration validated again on
+    the way out, its axis snapshot, the Definition-4 findings of its planning."""
+
     id: str
     name: str
     axis: str
@@ -45,18 +50,21 @@ class CampaignRecord:
     group_name: str
     order_mode: str
     seed: int
-    config: dict[str, Any]
-    axis_snapshot: dict[str, Any]
+    config: CampaignConfig
+    axis_snapshot: AxisSnapshot
+    #: the planning's Definition-4 findings and their summary (protocol.ProgressionReport)
     protocol: dict[str, Any]
     override_uncertified: bool
     override_reason: str
     status: str
     created_at: float
     updated_at: float
+    #: a blind campaign's policy -> letter (blind.py); {} when it is not blind
+    blind_labels: dict[str, str] = field(default_factory=dict)
 
     @property
     def policies(self) -> list[str]:
-        return list(self.config.get("policies", []))
+        return list(self.config.policies)
 
 
 @dataclass(frozen=True)

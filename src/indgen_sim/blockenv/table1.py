@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from indgen_core import paths
-from indgen_core.campaign import CampaignConfig, plan_campaign
+from indgen_core.campaign.config import CampaignConfig
+from indgen_core.campaign.planning import plan_campaign
 from indgen_core.records import TaskSetup, TrialResult
 from indgen_core.runner import run_campaign_batched
 from indgen_core.store import ResultsStore

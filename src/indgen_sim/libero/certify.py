@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 from indgen_core import cluster
-from indgen_core.campaign import CampaignConfig, plan_campaign
+from indgen_core.campaign.config import CampaignConfig
+from indgen_core.campaign.planning import plan_campaign
 from indgen_sim.libero import suite
 
 logger = logging.getLogger(__name__)
