@@ -174,7 +174,7 @@ def run_campaign_cluster(
     total = len(store.planned_trials(campaign_id))
     queue = list(store.pending_trials(campaign_id))
     if not queue:
-        return _finish(store, record, summary)
+        return runner.finish_run(store, record, summary)
     _check_workers(client, record.world)
     store.set_status(campaign_id, "running")
     # trials chosen by results (a rule, an A/B that stops once decided): one in flight per thread
@@ -250,7 +250,7 @@ def run_campaign_cluster(
         for future in list(futures.futures):
             with contextlib.suppress(Exception):
                 future.cancel()
-    summary = _finish(store, record, summary)
+    summary = runner.finish_run(store, record, summary)
     if given_up:
         message = (
             f"{len(given_up)} trial(s) aborted {max_attempts} times each, the last ({given_up[-1].trial_id}) "
@@ -264,13 +264,6 @@ def run_campaign_cluster(
 def _stops_when_decided(record) -> bool:
     plan = analysis.registered_analysis(record)
     return plan is not None and plan.stop_when_decided
-
-
-def _finish(store: ResultsStore, record, summary: RunSummary) -> RunSummary:
-    summary.remaining = len(store.pending_trials(record.id))
-    campaign_mod.refresh_certificates(store, record)
-    store.set_status(record.id, "done" if summary.remaining == 0 else "stopped")
-    return summary
 
 
 def _result_of(future, trial, client) -> TrialResult:

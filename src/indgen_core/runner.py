@@ -12,7 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from indgen_core.campaign import planning as campaign_mod
-from indgen_core.campaign.config import CERTIFY
 from indgen_core.errors import IndGenError
 from indgen_core.records import SCORED_NAMES, Outcome, TaskSetup, TrialResult
 from indgen_core.store import PlannedTrial, ResultsStore
@@ -151,8 +150,8 @@ def run_campaign(
         if result.trial_id != trial.trial_id:
             raise IndGenError(f"executor answered trial '{result.trial_id}' for '{trial.trial_id}'")
         final = commit(result)
-        if record.purpose == CERTIFY and result.outcome is Outcome.SUCCESS:
-            campaign_mod.refresh_certificates(store, record)
+        if final:
+            campaign_mod.certify_after(store, record, result)
         if progress is not None:
             done = total - len(store.pending_trials(campaign_id))
             progress(done, total, trial, result)
@@ -178,9 +177,15 @@ def run_campaign(
         if on_wait is not None:
             on_wait(result.reason, delay)
         wait_until(should_stop, delay, poll=0.05)  # the back-off, cut short by a stop
-    summary.remaining = len(store.pending_trials(campaign_id))
-    campaign_mod.refresh_certificates(store, record)
-    store.set_status(campaign_id, "done" if summary.remaining == 0 else "stopped")
+    return finish_run(store, record, summary)
+
+
+def finish_run(store: ResultsStore, record, summary: RunSummary) -> RunSummary:
+    """Every way of running ends here: what is left, the certificates, the status (done when
+    nothing is pending, stopped otherwise)."""
+    summary.remaining = len(store.pending_trials(record.id))
+    campaign_mod.certify_after(store, record)
+    store.set_status(record.id, "done" if summary.remaining == 0 else "stopped")
     return summary
 
 
@@ -211,7 +216,4 @@ def run_campaign_batched(
                 summary.aborted_attempts += 1
             if progress is not None:
                 progress(total - len(store.pending_trials(campaign_id)), total, trial, result)
-    summary.remaining = len(store.pending_trials(campaign_id))
-    campaign_mod.refresh_certificates(store, record)
-    store.set_status(campaign_id, "done" if summary.remaining == 0 else "stopped")
-    return summary
+    return finish_run(store, record, summary)

@@ -20,7 +20,7 @@ from indgen_core.campaign.config import CERTIFY, EVALUATE, CampaignConfig
 from indgen_core.campaign.snapshot import AxisSnapshot
 from indgen_core.configfile import ConfigError
 from indgen_core.errors import IndGenError
-from indgen_core.records import TaskSetup, scored_count
+from indgen_core.records import Outcome, TaskSetup, TrialResult, scored_count
 from indgen_core.store import CampaignRecord, ResultsStore
 
 
@@ -180,6 +180,15 @@ def adaptive_rule(record: CampaignRecord) -> plan_mod.AdaptiveRule | plan_mod.Br
 def break_threshold(record: CampaignRecord) -> float:
     """The break threshold the campaign uses: its own, else its axis'."""
     return record.config.break_threshold or record.axis_snapshot.break_threshold
+
+
+def certify_after(store: ResultsStore, record: CampaignRecord, result: TrialResult | None = None) -> int:
+    """The certificates after a result (`result`: a final one; None: after a relabel or at the
+    end of a run): only a certify campaign's success, or a change of labels, can add one. The
+    one place every way of running refreshes them."""
+    if record.purpose != CERTIFY or (result is not None and result.outcome is not Outcome.SUCCESS):
+        return 0
+    return refresh_certificates(store, record)
 
 
 def refresh_certificates(store: ResultsStore, record: CampaignRecord) -> int:

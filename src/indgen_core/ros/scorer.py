@@ -28,11 +28,9 @@ from std_msgs.msg import String
 from indgen_core import blind, messages, paths, topics
 from indgen_core.analysis import summarize
 from indgen_core.campaign import planning as campaign_mod
-from indgen_core.campaign.config import CERTIFY
 from indgen_core.errors import IndGenError
 from indgen_core.node_interfaces import SCORER_ENDPOINTS
 from indgen_core.node_interfaces import ScorerParameters as Parameters
-from indgen_core.records import Outcome
 from indgen_core.report.provenance import record_policy
 from indgen_core.ros import convert
 from indgen_core.ros.base import LATCHED, LEVEL_SCORES, RELIABLE, read_parameters, run_node, subscribe
@@ -119,9 +117,8 @@ class Scorer(Node):
         self._identify(msg.campaign_id, msg.trial_id)
         self.committed += 1
         record = self.store.campaign(msg.campaign_id)
-        if final and record.purpose == CERTIFY and result.outcome is Outcome.SUCCESS:
-            campaign_mod.refresh_certificates(self.store, record)
         if final:
+            campaign_mod.certify_after(self.store, record, result)
             self._publish_score(record, msg.policy, msg.level)
 
     def _relabel(self, msg, result) -> None:
@@ -139,8 +136,7 @@ class Scorer(Node):
             self.get_logger().error(f"relabel of {msg.trial_id} not committed: {exc}")
             return
         record = self.store.campaign(msg.campaign_id)
-        if record.purpose == CERTIFY:
-            campaign_mod.refresh_certificates(self.store, record)
+        campaign_mod.certify_after(self.store, record)
         self._publish_score(record, msg.policy, msg.level)
 
     def _publish_score(self, record, policy: str | None, level: int | None) -> None:
