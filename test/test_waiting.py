@@ -93,3 +93,24 @@ def test_a_condition_that_does_work_each_round():
 
     assert wait_until(attempt, 10.0, poll=0)
     assert 3 <= len(sent) <= 5
+
+
+def test_acknowledgements_wake_a_waiter_with_its_own_answer_only():
+    from indgen_core.waiting import Acknowledgements
+
+    answers = Acknowledgements(keep=3)
+    got = []
+    waiter = threading.Thread(target=lambda: got.append(answers.wait("mine", 5.0)))
+    waiter.start()
+    answers.put("another", "theirs")  # someone else's answer does not end the wait
+    time.sleep(0.05)
+    assert waiter.is_alive()
+    answers.put("mine", "committed")
+    waiter.join(5)
+    assert got == ["committed"]
+    assert answers.wait("mine", 0.0) is None  # taken
+    for k in range(5):  # bounded: the oldest unclaimed answers are forgotten
+        answers.put(f"k{k}", k)
+    assert answers.wait("another", 0.0) is None and answers.wait("k4", 0.0) == 4
+    t0 = time.monotonic()
+    assert answers.wait("never", 0.2) is None and 0.2 <= time.monotonic() - t0 < 1.0

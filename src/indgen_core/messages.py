@@ -140,3 +140,27 @@ def sign(msg, key: bytes):
 def signed_by(msg, key: bytes | None, kinds: FieldKinds = rclpy_kinds) -> bool:
     """Whether msg carries a valid signature for `key`."""
     return key is not None and auth.verify(key, canonical_bytes(msg, kinds=kinds), msg.signature)
+
+
+#: the scorer's answer to a result or relabel (/indgen/result_committed)
+COMMITTED, REPEATED, REFUSED = "committed", "repeated", "refused"
+_ANSWER_FIELDS = ("campaign_id", "trial_id", "key", "status", "reason")
+
+
+def commit_answer(campaign_id: str, trial_id: str, key: str, status: str, reason: str = "") -> str:
+    """The answer's JSON: `key` is the attempt's signature (a relabel's id for a relabel), so
+    that a sender knows which of its messages was answered."""
+    return json.dumps(dict(zip(_ANSWER_FIELDS, (campaign_id, trial_id, key, status, reason), strict=True)))
+
+
+def read_commit_answer(text: str) -> dict[str, str] | None:
+    """An answer as sent, or None for anything else (the topic is open to every node)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("status") not in (COMMITTED, REPEATED, REFUSED):
+        return None
+    if not all(isinstance(data.get(f, ""), str) for f in _ANSWER_FIELDS):
+        return None
+    return {f: str(data.get(f, ""))[:2000] for f in _ANSWER_FIELDS}

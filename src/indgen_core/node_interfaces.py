@@ -26,7 +26,7 @@ class ProgressionManagerParameters:
     override_reason: str = param("", "why scoring uncertified levels is acceptable (recorded with the results)")
     episode_timeout_s: float = param(600.0, "wall-clock limit of one episode before it is cancelled and aborted")
     server_wait_s: float = param(10.0, "how long to wait for the world's RunEpisode server per attempt")
-    commit_timeout_s: float = param(30.0, "how long the scorer may take to commit a result")
+    commit_timeout_s: float = param(30.0, "how long the scorer may take to answer a result")
     abort_backoff_s: float = param(1.0, "first wait after an aborted trial (doubles, at most 30x)")
     world_silence_s: float = param(5.0, "a running episode with no feedback for this long is aborted")
     reset_silence_s: float = param(
@@ -102,6 +102,11 @@ PROGRESSION_MANAGER_ENDPOINTS = (
         "JSON: routes to fetch (a serial) and whether the campaign is blind; no address (latched)",
     ),
     subscribes(
+        topics.RESULT_COMMITTED,
+        "std_msgs/msg/String",
+        "the scorer's answer to each result and relabel: the next trial starts once it is committed",
+    ),
+    subscribes(
         topics.REPORT_WRITTEN,
         "std_msgs/msg/String",
         "the scorer's word that a done campaign's report is written: the node exits after it",
@@ -149,6 +154,12 @@ SCORER_ENDPOINTS = (
         topics.LEVEL_SCORE,
         "indgen_msgs/msg/LevelScore",
         "per policy and level after each commit: rate, interval, verdict",
+    ),
+    publishes(
+        topics.RESULT_COMMITTED,
+        "std_msgs/msg/String",
+        'JSON {"campaign_id", "trial_id", "key", "status", "reason"} for each result or relabel: '
+        "committed, repeated (already in the store) or refused (why)",
     ),
     publishes(
         topics.REPORT_WRITTEN,

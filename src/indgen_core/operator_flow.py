@@ -19,7 +19,6 @@ import uuid
 from indgen_core import operator
 from indgen_core.records import Outcome, Source, TaskSetup, TrialResult
 from indgen_core.runner import StopCampaign
-from indgen_core.waiting import wait_until
 
 LABEL_OUTCOMES = {
     operator.SUCCESS: Outcome.SUCCESS,
@@ -210,10 +209,3 @@ class OperatorFlow:
         )
         threading.Thread(target=self.pm.hand_over_relabel, args=(result, row), daemon=True).start()
         return True, f"{row.trial_id} relabelled {outcome.name.lower()} (was {row.outcome})"
-
-    def wait_committed(self, relabel_id: str, timeout: float) -> bool:
-        return wait_until(
-            lambda: any(r.get("ref") == relabel_id for r in self.pm.store.label_history(self.pm.record.id)),
-            timeout,
-            poll=0.05,
-        )

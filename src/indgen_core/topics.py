@@ -15,6 +15,7 @@ POLICY_STATUS = "/indgen/policy_status"
 POLICY_ROUTES = "/indgen/policy_routes"  # latched JSON notice: routes to fetch (serial), blind or not
 GET_POLICY_ROUTES = "/indgen/get_policy_routes"  # Trigger: the policy server of each policy (routes.py)
 RUN_EPISODE = "/indgen/run_episode"
+RESULT_COMMITTED = "/indgen/result_committed"  # JSON: the scorer's answer to each result (committed or refused)
 REPORT_WRITTEN = "/indgen/report_written"  # latched JSON: the scorer wrote a done campaign's report (or why not)
 CLOCK = "/clock"
 # What a bag needs to judge, time and replay a campaign again (indgen bag)

@@ -82,3 +82,32 @@ def heartbeat(beat, period: float):
     finally:
         done.set()
         thread.join(timeout=2 * period)
+
+
+class Acknowledgements:
+    """Answers that arrive by key from another thread (a subscriber's callback), and the waits
+    for them: the progression manager waits for the scorer's word that a result is committed
+    (no look at the store). Bounded: a key nobody waits for is forgotten after `keep` others."""
+
+    def __init__(self, keep: int = 256) -> None:
+        self._answers: dict[str, object] = {}
+        self._arrived = threading.Condition()
+        self._keep = keep
+
+    def put(self, key: str, answer: object) -> None:
+        with self._arrived:
+            self._answers[key] = answer
+            while len(self._answers) > self._keep:
+                self._answers.pop(next(iter(self._answers)))
+            self._arrived.notify_all()
+
+    def wait(self, key: str, timeout: float) -> object | None:
+        """The answer for `key` (taken), or None after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        with self._arrived:
+            while key not in self._answers:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._arrived.wait(left)
+            return self._answers.pop(key)

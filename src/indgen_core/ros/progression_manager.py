@@ -4,9 +4,10 @@ For each pending trial (in plan order, resuming from the results store) it publi
 setup tau_k, an operator prompt where the axis has one (and waits for the operator's
 acknowledgement when asked to), sends the RunEpisode goal to the world, relays feedback, and
 hands the result to the scorer on /indgen/episode_result. The next trial starts only once the
-scorer has committed the result to the store. A world that does not answer in time makes the
-trial aborted (never failed): it runs again after a backoff, and the campaign waits as long as
-it takes for the world or the policy server to come back. A world that goes silent mid-episode
+scorer, the one writer of results, answers that it committed it (/indgen/result_committed).
+A world that does not answer in time makes the trial aborted (never failed): it runs again
+after a backoff, and the campaign waits as long as it takes for the world or the policy server
+to come back. A world that goes silent mid-episode
 (no feedback for world_silence_s, reset_silence_s while it says it is resetting: it was killed
 or hangs) aborts the trial the same way.
 
@@ -42,7 +43,7 @@ from indgen_core.ros.waits import ActionClient
 from indgen_core.ros.world_link import WorldLink
 from indgen_core.runner import TooManyAborts, run_campaign
 from indgen_core.store import ResultsStore
-from indgen_core.waiting import wait_until
+from indgen_core.waiting import Acknowledgements, wait_until
 from indgen_msgs.action import RunEpisode
 from indgen_msgs.msg import CampaignStatus, EpisodeResult, OperatorAnswer, OperatorPrompt, TaskSetup
 from indgen_msgs.srv import OperatorAck, OperatorRegister, PrepareTrial
@@ -79,6 +80,8 @@ class ProgressionManager(Node):
         self.prepare_client = self.create_client(PrepareTrial, topics.PREPARE_TRIAL, callback_group=self.group)
         self._recorder_steady = threading.Event()
         self._recorder_waited = False
+        self._answers = Acknowledgements()  # the scorer's answers to results, by attempt key
+        subscribe(self, String, topics.RESULT_COMMITTED, self._on_answer, RELIABLE, callback_group=self.group)
         self._report_written = threading.Event()
         subscribe(self, String, topics.REPORT_WRITTEN, self._on_report_written, LATCHED, callback_group=self.group)
         if self.p.recorder:
@@ -227,28 +230,38 @@ class ProgressionManager(Node):
         return result
 
     def _commit(self, result: TrialResult) -> bool:
-        """Hand the result to the scorer and wait until it is in the store."""
-        before = self.store.attempt_count(self.record.id, result.trial_id)
+        """Hand the result to the scorer, the one writer of results, and wait for its answer."""
         setup = self._current
         assert setup is not None, "a result is committed for the trial _execute() started"
         msg = messages.sign(convert.result_to_msg(result, setup, self.get_clock().now().to_msg()), self.key)
-        last_publish = 0.0
+        answer = self._hand_over(msg, msg.signature)
+        if answer is None:
+            if self._stop.is_set():  # shutting down: the scorer commits it if it can; resume runs it if not
+                raise CampaignInterrupted(f"stopped while trial {result.trial_id}'s result was being committed")
+            raise IndGenError(
+                f"the scorer did not answer trial {result.trial_id}'s result within {self.p.commit_timeout_s} s "
+                f"(is the scorer node running with db={self.store.path}?)"
+            )
+        if answer["status"] == messages.REFUSED:
+            raise IndGenError(f"the scorer refused trial {result.trial_id}'s result: {answer['reason']}")
+        return result.outcome.final
 
-        def committed() -> bool:
-            nonlocal last_publish
-            if time.monotonic() - last_publish > 1.0:
-                self.result_pub.publish(msg)  # the scorer drops a duplicate it already committed
-                last_publish = time.monotonic()
-            return self.store.attempt_count(self.record.id, result.trial_id) > before
+    def _hand_over(self, msg: EpisodeResult, key: str) -> dict[str, str] | None:
+        """Publish `msg` until the scorer answers it (once a second: a scorer that starts late, or
+        restarts, gets it again and answers `repeated` for what it already has), or None after
+        commit_timeout_s or a stop."""
+        deadline = time.monotonic() + self.p.commit_timeout_s
+        while not self._stop.is_set() and time.monotonic() < deadline:
+            self.result_pub.publish(msg)
+            answer = self._answers.wait(key, min(1.0, max(deadline - time.monotonic(), 0.0)))
+            if answer is not None:
+                return answer  # type: ignore[return-value]
+        return None
 
-        if wait_until(committed, self.p.commit_timeout_s, poll=0.02, stop=self._stop.is_set):
-            return result.outcome.final
-        if self._stop.is_set():  # shutting down: the scorer commits it if it can; resume runs it if not
-            raise CampaignInterrupted(f"stopped while trial {result.trial_id}'s result was being committed")
-        raise IndGenError(
-            f"the scorer did not commit trial {result.trial_id} within {self.p.commit_timeout_s} s "
-            f"(is the scorer node running with db={self.store.path}?)"
-        )
+    def _on_answer(self, msg: String) -> None:
+        answer = messages.read_commit_answer(msg.data)
+        if answer is not None and answer["campaign_id"] == self.record.id and answer["key"]:
+            self._answers.put(answer["key"], answer)
 
     # -- operator (operator_flow.py) ---------------------------------------------------------------
     def publish_prompt(self, prompt: operator.Prompt | None, trial: SetupRecord | None = None, **extra) -> None:
@@ -289,7 +302,7 @@ class ProgressionManager(Node):
         return self.get_logger()
 
     def hand_over_relabel(self, result: TrialResult, row) -> None:
-        """Publish an operator's relabel (signed) until the scorer has it in the store."""
+        """Publish an operator's relabel (signed) until the scorer answers it."""
         setup = SetupRecord(
             campaign_id=self.record.id,
             trial_id=row.trial_id,
@@ -305,15 +318,15 @@ class ProgressionManager(Node):
         msg = convert.result_to_msg(result, setup, self.get_clock().now().to_msg())
         msg.relabel = True
         messages.sign(msg, self.key)
-
-        def committed() -> bool:  # published again every second until the scorer has it
-            self.result_pub.publish(msg)
-            return self.flow.wait_committed(result.details["relabel_id"], 1.0)
-
-        if wait_until(committed, self.p.commit_timeout_s, poll=0):
+        answer = self._hand_over(msg, str(result.details["relabel_id"]))
+        if answer is not None and answer["status"] != messages.REFUSED:
             self.get_logger().info(f"{row.trial_id}: {result.reason}")
-            return
-        self.get_logger().error(f"the relabel of {row.trial_id} was not committed within {self.p.commit_timeout_s} s")
+        elif answer is not None:
+            self.get_logger().error(f"the scorer refused the relabel of {row.trial_id}: {answer['reason']}")
+        else:
+            self.get_logger().error(
+                f"the relabel of {row.trial_id} was not answered within {self.p.commit_timeout_s} s"
+            )
 
     def _on_register(self, request, response):
         accepted, message, session = self.flow.desk.register(request.console_id, request.operator_name, request.role)

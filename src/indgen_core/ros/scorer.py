@@ -55,6 +55,9 @@ class Scorer(Node):
         self._identified: set[tuple[str, str]] = set()
         self._policy_of: dict[str, dict[str, str]] = {}  # campaign -> trial id -> policy, read once
         self.reported: set[str] = set()
+        # the one writer of results answers each one: the progression manager starts the next
+        # trial on "committed" or "repeated" (it never reads the store to find out)
+        self.answer_pub = self.create_publisher(String, topics.RESULT_COMMITTED, RELIABLE)
         # the progression manager exits once the report is written (a shutdown would cut it off)
         self.written_pub = self.create_publisher(String, topics.REPORT_WRITTEN, LATCHED)
         self._reporting = threading.Lock()
@@ -106,14 +109,18 @@ class Scorer(Node):
             return
         try:
             final = self.store.commit_result(msg.campaign_id, result, attempt_key=msg.signature)
-        except RepeatedAttempt:
-            return  # the same attempt published again before its sender saw it in the store
+        except RepeatedAttempt:  # the same attempt again: its sender missed the first answer
+            self._answer(msg, msg.signature, messages.REPEATED)
+            return
         except DuplicateResult as exc:
             self.get_logger().warning(str(exc))
+            self._answer(msg, msg.signature, messages.REFUSED, str(exc))
             return
         except IndGenError as exc:
             self.get_logger().error(f"result for {msg.trial_id} not committed: {exc}")
+            self._answer(msg, msg.signature, messages.REFUSED, str(exc))
             return
+        self._answer(msg, msg.signature, messages.COMMITTED)
         self._identify(msg.campaign_id, msg.trial_id)
         self.committed += 1
         record = self.store.campaign(msg.campaign_id)
@@ -122,6 +129,7 @@ class Scorer(Node):
             self._publish_score(record, msg.policy, msg.level)
 
     def _relabel(self, msg, result) -> None:
+        ref = str(result.details.get("relabel_id", ""))
         try:
             self.store.relabel(
                 msg.campaign_id,
@@ -130,14 +138,20 @@ class Scorer(Node):
                 result.partial_score,
                 str(result.details.get("operator", "")),
                 str(result.details.get("note", "")),
-                ref=str(result.details.get("relabel_id", "")),
+                ref=ref,
             )
         except IndGenError as exc:
             self.get_logger().error(f"relabel of {msg.trial_id} not committed: {exc}")
+            self._answer(msg, ref, messages.REFUSED, str(exc))
             return
+        self._answer(msg, ref, messages.COMMITTED)
         record = self.store.campaign(msg.campaign_id)
         campaign_mod.certify_after(self.store, record)
         self._publish_score(record, msg.policy, msg.level)
+
+    def _answer(self, msg, key: str, status: str, reason: str = "") -> None:
+        text = messages.commit_answer(msg.campaign_id, msg.trial_id, key, status, reason)
+        self.answer_pub.publish(String(data=text))
 
     def _publish_score(self, record, policy: str | None, level: int | None) -> None:
         """The live score of one policy (as the setups name it: a blind campaign's letter) at one
