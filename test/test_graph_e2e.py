@@ -140,11 +140,14 @@ def test_killing_the_policy_server_aborts_the_trial_and_the_campaign_continues(t
         assert n == 50  # no trial lost, none counted twice
 
 
-def test_ctrl_c_on_the_launch_leaves_the_campaign_interrupted_with_the_resume_command(tmp_path):
-    """Found by an independent kill -9 harness: a graph stopped by Ctrl-C left its campaign
-    `running` for good (the manager waited out the scorer's commit without looking at its stop
-    signal). Now the progression manager marks it `interrupted`, says how to resume, and a
-    launch with the same campaign_id finishes it with every trial once."""
+def test_a_dead_launcher_and_ctrl_c_leave_the_campaign_interrupted_with_the_resume_command(tmp_path):
+    """Found by an independent kill -9 harness: a graph stopped by Ctrl-C, or whose launcher
+    died, left its campaign `running` for good (the manager waited out the scorer's commit
+    without looking at its stop signal). Now the progression manager marks it `interrupted` and
+    says how to resume: after a SIGKILL of the launcher (its nodes get SIGTERM from the kernel,
+    PR_SET_PDEATHSIG) and after Ctrl-C; a launch with the same campaign_id finishes it with every
+    trial once. (A SIGKILL of the progression manager alone is restarted by the launcher and the
+    campaign goes on: test_kill9_graph.py.)"""
     import signal
 
     db, reports = tmp_path / "r.sqlite", tmp_path / "reports"
@@ -158,15 +161,28 @@ def test_ctrl_c_on_the_launch_leaves_the_campaign_interrupted_with_the_resume_co
         with ResultsStore(db) as store:
             return sum(1 for r in store.rows("cut") if r.outcome) if store.has_campaign("cut") else 0
 
+    def status() -> str:
+        with ResultsStore(db) as store:
+            return store.campaign("cut").status
+
+    def resume_message() -> str:
+        with ResultsStore(db) as store:
+            return [e["message"] for e in store.events("cut") if e["kind"] == "status"][-1]
+
     proc = launch(*args)
     assert wait_until(lambda: results() >= 3, 180, poll=0.5), proc.output()[-3000:]
+    proc.kill()  # the launcher dies at once (SIGKILL): its nodes are told by the kernel
+    proc.wait(10)
+    assert wait_until(lambda: status() == "interrupted", 60, poll=0.5), status()
+    assert "launch again with campaign_id:=cut to resume" in resume_message()
+    done_before = results()
+
+    proc = launch(*args)
+    assert wait_until(lambda: results() >= done_before + 3, 180, poll=0.5), proc.output()[-3000:]
     proc.send_signal(signal.SIGINT)  # the person's Ctrl-C in the launch terminal
     out = finish(proc, timeout=60, expect=None)
-    with ResultsStore(db) as store:
-        record = store.campaign("cut")
-        assert record.status == "interrupted", (record.status, out[-3000:])
-        message = [e["message"] for e in store.events("cut") if e["kind"] == "status"][-1]
-    assert "launch again with campaign_id:=cut to resume" in message and "campaign_id:=cut" in out, message
+    assert status() == "interrupted", (status(), out[-3000:])
+    assert "launch again with campaign_id:=cut to resume" in resume_message() and "campaign_id:=cut" in out
     out = finish(launch(*args), timeout=300)
     assert "campaign cut done" in out
     with ResultsStore(db) as store:
@@ -177,12 +193,12 @@ def test_ctrl_c_on_the_launch_leaves_the_campaign_interrupted_with_the_resume_co
 def test_every_clean_finish_leaves_its_final_report(tmp_path):
     """An independent run found the scorer's final report missing in 1 of 4 clean finishes (the
     manager exited 1 s after DONE and the shutdown cut the report off). The manager now exits
-    once the scorer says the report is written: five short campaigns, five reports."""
+    once the scorer says the report is written: twenty short campaigns, twenty reports."""
     campaign = tmp_path / "short.yaml"
     campaign.write_text(yaml.safe_dump({"name": "short", "axis": "blockenv_depth", "world": "blockenv",
                                         "policies": ["blockenv_oracle"], "levels": [0, 1], "trials_per_level": 1,
                                         "seed": 2, "purpose": "certify"}))
-    for i in range(5):
+    for i in range(20):
         db, reports = tmp_path / f"r{i}.sqlite", tmp_path / f"reports{i}"
         port = servers.free_port()
         out = finish(launch(f"db:={db}", f"report_dir:={reports}", f"port:={port}", f"server_uri:=ws://127.0.0.1:{port}",
