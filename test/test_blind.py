@@ -14,7 +14,7 @@ import toy_world
 from pydantic import ValidationError
 
 from indgen_core import analysis, blind, routes
-from indgen_core.campaign.config import CampaignConfig
+from indgen_core.campaign.config import CampaignConfig, identity_in, identity_words
 from indgen_core.campaign.planning import setup_for
 from indgen_core.errors import IndGenError
 from indgen_core.inprocess import InProcessExecutor
@@ -158,10 +158,10 @@ def test_blind_configs_that_cannot_work_are_refused(change, sentence):
 
 
 def test_words_shared_by_every_policy_give_nothing_away():
-    words = blind.identity_words(["droid_twin_oracle", "droid_twin_bc"], {"droid_twin_bc": "ws://10.0.0.7:8000"})
+    words = identity_words(["droid_twin_oracle", "droid_twin_bc"], {"droid_twin_bc": "ws://10.0.0.7:8000"})
     assert "droid" not in words and "twin" not in words and words["oracle"] == "droid_twin_oracle"
     assert words["10.0.0.7:8000"] == "droid_twin_bc" and "10" not in words  # an IP's octets are no word
-    assert blind.identity_in("Pi05-ORACLE-day2", words) == "oracle"
+    assert identity_in("Pi05-ORACLE-day2", words) == "oracle"
 
 
 def test_a_blind_campaign_id_naming_a_policy_is_refused(monkeypatch, tmp_path):

@@ -85,3 +85,73 @@ def test_doctor_is_the_only_allowed_exception_and_still_needs_it():
     used = {(path.relative_to(SRC).as_posix(), name.split(".")[0]) for path in _modules()
             for _, name in _imports(path) if not _in_ros_layer(path) and ROS_MODULE.match(name)}
     assert set(ALLOWED) <= used
+
+
+# -- no import circle ----------------------------------------------------------------------------
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _module_level_imports(path: Path, known: set[str]) -> set[str]:
+    """What a module imports when it is imported, type-checking-only imports included (a circle
+    through them is still one in the design): statements at its top level and inside top-level
+    if/try blocks; an import inside a function runs when the function does, and is left out."""
+    found: set[str] = set()
+
+    def visit(statements) -> None:
+        for node in statements:
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found.add(node.module)
+                found.update(f"{node.module}.{alias.name}" for alias in node.names)  # a submodule
+            elif isinstance(node, ast.If):
+                visit(node.body)
+                visit(node.orelse)
+            elif isinstance(node, ast.Try):
+                visit(node.body)
+                visit(node.orelse)
+                visit(node.finalbody)
+                for handler in node.handlers:
+                    visit(handler.body)
+
+    visit(ast.parse(path.read_text(), str(path)).body)
+    return {name for name in found if name in known} - {_module_name(path)}
+
+
+def test_no_import_circle():
+    """No module reaches itself through module-level imports (Tarjan's strongly connected
+    components over the import graph of src/)."""
+    paths = {_module_name(p): p for p in _modules()}
+    graph = {name: _module_level_imports(path, set(paths)) for name, path in paths.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles = []
+
+    def connect(v: str) -> None:  # the recursion is as deep as the longest import chain
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for name in graph:
+        if name not in index:
+            connect(name)
+    assert circles == [], f"modules that import each other: {circles}"
+    # the graph has the edges it should (a check over an empty graph would pass as well)
+    assert "indgen_core.store.records" in graph["indgen_core.store.campaigns"]

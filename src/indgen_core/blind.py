@@ -16,18 +16,14 @@ An adaptive campaign cannot be blind: a level that stops early tells the person 
 
 from __future__ import annotations
 
-import re
 import string
 import time
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 import numpy as np
 
 from indgen_core.errors import IndGenError
-
-if TYPE_CHECKING:  # types only: the store's campaign config validates with this module's words
-    from indgen_core.store import CampaignRecord, ResultsStore
+from indgen_core.store import CampaignRecord, ResultsStore
 
 UNBLIND = "unblind"
 LETTERS = string.ascii_uppercase
@@ -40,38 +36,6 @@ def assign_labels(policies: Sequence[str], seed: int) -> dict[str, str]:
         raise IndGenError(f"a blind campaign takes at most {len(LETTERS)} policies, not {len(policies)}")
     order = np.random.default_rng(np.random.SeedSequence([seed & 0xFFFFFFFF, 11])).permutation(len(policies))
     return {policies[j]: LETTERS[i] for i, j in enumerate(order)}
-
-
-#: word parts shorter than this say nothing of a policy (and would match anything)
-MIN_WORD = 3
-
-
-def identity_words(policies: Sequence[str], endpoints: Mapping[str, str] | None = None) -> dict[str, str]:
-    """word -> the policy it may give away: the parts of each policy's name and of its server's
-    host name (split at anything not a letter or digit, lower case), and the whole host:port.
-    A part every policy's name shares ("droid_twin_oracle" against "droid_twin_bc") tells no
-    policy from another and is left out."""
-
-    def parts(text: str) -> set[str]:
-        return {w for w in re.split(r"[^a-z0-9]+", text.lower()) if len(w) >= MIN_WORD}
-
-    own = {p: parts(p) for p in policies}
-    shared = set.intersection(*own.values()) if len(own) > 1 else set()
-    words = {w: p for p, ws in own.items() for w in ws - shared}
-    for p, uri in (endpoints or {}).items():
-        address = uri.split("://", 1)[-1].split("/", 1)[0].lower()
-        host = address.rsplit(":", 1)[0]
-        words[address] = p
-        for w in parts(host):
-            if not w.isdigit():  # the octets of an IP address are no word
-                words.setdefault(w, p)
-    return {w: p for w, p in words.items() if w not in shared}
-
-
-def identity_in(text: str, words: Mapping[str, str]) -> str | None:
-    """The first identity word found in `text` (case-insensitive, anywhere inside its words)."""
-    low = text.lower()
-    return next((w for w in sorted(words, key=len, reverse=True) if w in low), None)
 
 
 def labels(record: CampaignRecord) -> dict[str, str]:

@@ -5,7 +5,7 @@ typed attributes, never a dict."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -13,8 +13,40 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from indgen_core import paths
 from indgen_core.axes import SLUG
-from indgen_core.blind import identity_in, identity_words
 from indgen_core.configfile import load_model
+
+# -- a blind campaign's names: what would give a policy away ------------------------------------
+#: word parts shorter than this say nothing of a policy (and would match anything)
+MIN_WORD = 3
+
+
+def identity_words(policies: Sequence[str], endpoints: Mapping[str, str] | None = None) -> dict[str, str]:
+    """word -> the policy it may give away: the parts of each policy's name and of its server's
+    host name (split at anything not a letter or digit, lower case), and the whole host:port.
+    A part every policy's name shares ("droid_twin_oracle" against "droid_twin_bc") tells no
+    policy from another and is left out."""
+
+    def parts(text: str) -> set[str]:
+        return {w for w in re.split(r"[^a-z0-9]+", text.lower()) if len(w) >= MIN_WORD}
+
+    own = {p: parts(p) for p in policies}
+    shared = set.intersection(*own.values()) if len(own) > 1 else set()
+    words = {w: p for p, ws in own.items() for w in ws - shared}
+    for p, uri in (endpoints or {}).items():
+        address = uri.split("://", 1)[-1].split("/", 1)[0].lower()
+        host = address.rsplit(":", 1)[0]
+        words[address] = p
+        for w in parts(host):
+            if not w.isdigit():  # the octets of an IP address are no word
+                words.setdefault(w, p)
+    return {w: p for w, p in words.items() if w not in shared}
+
+
+def identity_in(text: str, words: Mapping[str, str]) -> str | None:
+    """The first identity word found in `text` (case-insensitive, anywhere inside its words)."""
+    low = text.lower()
+    return next((w for w in sorted(words, key=len, reverse=True) if w in low), None)
+
 
 #: validation context of a configuration the store hands back
 STORED: Final = "stored"

@@ -16,7 +16,7 @@ from indgen_core import blind as blind_mod
 from indgen_core import paths, protocol
 from indgen_core import plan as plan_mod
 from indgen_core.axes import Axis, AxisLibrary, library
-from indgen_core.campaign.config import CERTIFY, EVALUATE, CampaignConfig
+from indgen_core.campaign.config import CERTIFY, EVALUATE, CampaignConfig, identity_in, identity_words
 from indgen_core.campaign.snapshot import AxisSnapshot
 from indgen_core.configfile import ConfigError
 from indgen_core.errors import IndGenError
@@ -101,7 +101,7 @@ def plan_campaign(
 
     campaign_id = paths.check_id(campaign_id) if campaign_id else new_campaign_id(config.name)
     if config.blind:
-        word = blind_mod.identity_in(campaign_id, blind_mod.identity_words(config.policies, config.endpoints))
+        word = identity_in(campaign_id, identity_words(config.policies, config.endpoints))
         if word:
             raise IndGenError(
                 f"a blind campaign's id must not contain '{word}', part of a policy's name or server address: "

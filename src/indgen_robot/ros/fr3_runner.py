@@ -106,7 +106,8 @@ class Fr3Runner(Node):
         self.status_message = "waiting for a trial"
         self.loop: EpisodeLoop | None = None
 
-        self.policy = RosPolicyPort(self)
+        self.tick_pub = self.io.create_publisher(ControlTick, topics.CONTROL_TICK, TICKS)
+        self.policy = RosPolicyPort(self.watch.waiting, self.tick_pub.publish, lambda: self.get_clock().now().to_msg())
         subscribe(self.io, Float64MultiArray, topics.ARM_VELOCITY_COMMAND, self._command("arm"), LOCKSTEP)
         subscribe(self.io, Float64MultiArray, topics.GRIPPER_COMMAND, self._command("gripper"), LOCKSTEP)
         subscribe(self.io, PolicyStatus, topics.POLICY_STATUS, self._on_policy_status, LATCHED)
@@ -115,7 +116,6 @@ class Fr3Runner(Node):
         serve(self.io, SetBool, topics.ESTOP, self._estop_service)
         serve(self.io, Trigger, topics.END_EPISODE, self._end_service)
         serve(self.io, Trigger, topics.ACKNOWLEDGE_STOP, self._acknowledge_service)
-        self.tick_pub = self.io.create_publisher(ControlTick, topics.CONTROL_TICK, TICKS)
         self.status_pub = self.io.create_publisher(RobotStatus, topics.ROBOT_STATUS, LATCHED)
         self.io.create_timer(0.5, self._publish_status)
         self.torque = self.cell.torque

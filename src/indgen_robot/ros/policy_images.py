@@ -7,15 +7,23 @@ from __future__ import annotations
 
 import collections.abc
 import struct
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 from sensor_msgs.msg import Image
 
 from indgen_core.ros import fr3
 
-if TYPE_CHECKING:
-    from indgen_robot.ros.policy_io import StampedTickIO
+
+class FrameSource(Protocol):
+    """What RequestedImages reads (the policy node's tick IO): the cameras it uses, and a
+    tick's frames, asked of the world once."""
+
+    @property
+    def cameras(self) -> Sequence[str]: ...
+
+    def requested_frames(self, tick) -> dict: ...
 
 
 class RawImage:
@@ -54,7 +62,7 @@ class RequestedImages(collections.abc.Mapping):
     """The cameras of a tick whose world renders them on request (ControlTick.images_on_request):
     the first read asks the world for every camera this node uses, once, and waits for them."""
 
-    def __init__(self, io: StampedTickIO, tick):
+    def __init__(self, io: FrameSource, tick):
         self._io, self._tick = io, tick
         self._decoded: dict[str, np.ndarray] = {}
 
