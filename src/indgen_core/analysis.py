@@ -19,6 +19,7 @@ from indgen_core.campaign.config import AnalysisPlan
 from indgen_core.errors import IndGenError
 from indgen_core.records import SCORED_NAMES, scored_count
 from indgen_core.runner import completed_outcomes, level_places
+from indgen_core.sequential import DEFAULT_ALPHA
 from indgen_core.store import CampaignRecord, ResultsStore
 
 
@@ -247,7 +248,7 @@ def registered_comparisons(
     if sequential:
         what += " (anytime-valid: the sequential rule chose the levels' sizes)"
     try:
-        return compare_arms(arms, 1 - plan.alpha, plan.pairing, sequential=sequential), what
+        return compare_arms(arms, plan.alpha, plan.pairing, sequential=sequential), what
     except IndGenError as exc:
         return [], f"{what}: not run, {exc}"
 
@@ -280,9 +281,10 @@ def arm(rows, campaign_id: str, policy: str, label: str | None = None) -> Arm:
 
 
 def compare_arms(
-    arms, confidence: float = stats.DEFAULT_CONFIDENCE, pairing: str = AUTO, sequential: bool = False
+    arms, alpha: float = DEFAULT_ALPHA, pairing: str = AUTO, sequential: bool = False
 ) -> list[comparisons_mod.Comparison]:
-    """Every pair of arms at every level both scored, Holm-adjusted over all of them. Trials
+    """Every pair of arms at every level both scored, Holm-adjusted over all of them at the
+    family-wise error `alpha` (each interval at 1 - alpha). Trials
     with the same planned seed are pairs (the same setup): with `pairing` AUTO a level is
     compared paired when both arms ran the same seeds there, unpaired otherwise; PAIRED_ONLY
     refuses a level whose seeds differ, UNPAIRED_ONLY ignores the pairing. `sequential` (a
@@ -298,7 +300,7 @@ def compare_arms(
         for k in sorted(set(a.outcomes) & set(b.outcomes)):
             oa, ob = a.outcomes[k], b.outcomes[k]
             if sequential:
-                out.append(comparisons_mod.sequential_paired(a.label, b.label, k, oa, ob, confidence))
+                out.append(comparisons_mod.sequential_paired(a.label, b.label, k, oa, ob, alpha))
                 continue
             # the same planned seeds are pairs even where a trial was not scored (an invalid
             # label): that pair drops out and the rest are compared
@@ -311,12 +313,12 @@ def compare_arms(
                     "without a partner), so their trials are not pairs; compare them without --paired"
                 )
             if same and pairing != UNPAIRED_ONLY:
-                compared = comparisons_mod.paired(a.label, b.label, k, oa, ob, confidence)
+                compared = comparisons_mod.paired(a.label, b.label, k, oa, ob, alpha)
                 out.append(dataclasses.replace(compared, dropped=dropped))
             else:
                 out.append(
                     comparisons_mod.unpaired(
-                        a.label, b.label, k, sum(oa.values()), len(oa), sum(ob.values()), len(ob), confidence
+                        a.label, b.label, k, sum(oa.values()), len(oa), sum(ob.values()), len(ob), alpha
                     )
                 )
     return comparisons_mod.holm(out)
@@ -328,7 +330,7 @@ def compare_policies(
     """The policies of one campaign against each other (they share the plan's seeds)."""
     rows = list(rows)
     labels = labels or {}
-    return compare_arms([arm(rows, "", p, labels.get(p)) for p in policies], confidence)
+    return compare_arms([arm(rows, "", p, labels.get(p)) for p in policies], 1 - confidence)
 
 
 def shown_labels(store: ResultsStore, campaign_ids) -> dict[tuple[str, str], str]:
@@ -374,7 +376,7 @@ def decided_reason(store: ResultsStore, record: CampaignRecord) -> str | None:
     arms = [arm(rows, record.id, policy) for policy in plan.compare]
     arms = [Arm(a.label, a.campaign_id, a.policy, {k: v for k, v in a.outcomes.items() if k in wanted}) for a in arms]
     try:
-        comparisons = compare_arms(arms, 1 - plan.alpha, "paired", sequential=True)
+        comparisons = compare_arms(arms, plan.alpha, "paired", sequential=True)
     except IndGenError:
         return None
     decided = {c.level for c in comparisons if c.p_adjusted <= c.alpha}

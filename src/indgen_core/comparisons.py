@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from indgen_core.errors import IndGenError
+from indgen_core.sequential import DEFAULT_ALPHA
 from indgen_core.stats import DEFAULT_CONFIDENCE
 
 PAIRED, UNPAIRED = "paired (exact McNemar, Tango's score interval)", "unpaired (Boschloo, Newcombe's interval)"
@@ -104,7 +105,7 @@ def paired(
     level: int,
     outcomes_a: Mapping[int, bool],
     outcomes_b: Mapping[int, bool],
-    confidence: float = DEFAULT_CONFIDENCE,
+    alpha: float = DEFAULT_ALPHA,
 ) -> Comparison:
     """a against b at one level over the seeds both ran (`outcomes_*[seed] = success`)."""
     from statsmodels.stats.contingency_tables import mcnemar
@@ -128,12 +129,12 @@ def paired(
         both + b_only,
         PAIRED,
         (a_only - b_only) / n,
-        tango_interval(a_only, b_only, n, confidence),
+        tango_interval(a_only, b_only, n, 1 - alpha),
         p,
         pairs=n,
         a_only=a_only,
         b_only=b_only,
-        alpha=1 - confidence,
+        alpha=alpha,
     )
 
 
@@ -145,7 +146,7 @@ def unpaired(
     n_a: int,
     successes_b: int,
     n_b: int,
-    confidence: float = DEFAULT_CONFIDENCE,
+    alpha: float = DEFAULT_ALPHA,
 ) -> Comparison:
     if n_a == 0 or n_b == 0:
         raise IndGenError(f"level k={level}: {a if n_a == 0 else b} has no scored trial there")
@@ -161,7 +162,7 @@ def unpaired(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         low, high = confint_proportions_2indep(
-            successes_a, n_a, successes_b, n_b, method="newcomb", compare="diff", alpha=1 - confidence
+            successes_a, n_a, successes_b, n_b, method="newcomb", compare="diff", alpha=alpha
         )
     return Comparison(
         level,
@@ -175,7 +176,7 @@ def unpaired(
         successes_a / n_a - successes_b / n_b,
         (float(low), float(high)),
         p,
-        alpha=1 - confidence,
+        alpha=alpha,
     )
 
 
@@ -185,7 +186,7 @@ def sequential_paired(
     level: int,
     outcomes_a: Mapping[int, bool],
     outcomes_b: Mapping[int, bool],
-    confidence: float = DEFAULT_CONFIDENCE,
+    alpha: float = DEFAULT_ALPHA,
 ) -> Comparison:
     """a against b at one level over the seeds both ran, valid however the trials were stopped
     (a level the sequential rule stopped early, a blind A/B stopped once decided) and however
@@ -197,7 +198,7 @@ def sequential_paired(
     the null, whatever the stopping time); their mean E is an e-value for theta = 1/2, and
     p = min(1, 1/E) a p-value valid at any stopping time (Ville's inequality), which Holm's
     adjustment then treats as any p-value. The interval maps the anytime-valid confidence
-    sequence of theta (each side at (1 - confidence) / 2) to the difference at the observed share
+    sequence of theta (each side at alpha / 2) to the difference at the observed share
     of discordant pairs: (2 theta - 1) x discordant / pairs."""
     from indgen_core import sequential
 
@@ -216,7 +217,7 @@ def sequential_paired(
         top = max(up, down)
         log_mean = top + math.log((math.exp(up - top) + math.exp(down - top)) / 2)
         p = min(1.0, math.exp(-log_mean))
-        theta_low, theta_high = sequential.confidence_sequence(a_only, m, confidence)
+        theta_low, theta_high = sequential.confidence_sequence(a_only, m, 1 - alpha)
         low, high = (2 * theta_low - 1) * m / n, (2 * theta_high - 1) * m / n
     return Comparison(
         level,
@@ -233,7 +234,7 @@ def sequential_paired(
         pairs=n,
         a_only=a_only,
         b_only=b_only,
-        alpha=1 - confidence,
+        alpha=alpha,
     )
 
 

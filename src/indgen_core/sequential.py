@@ -33,7 +33,9 @@ import numpy as np
 PRIOR = (1.0, 1.0)
 UPPER, LOWER = "upper", "lower"
 HELD, BROKEN, UNDECIDED = "held", "broken", "undecided"
-#: every interval's and test's confidence unless a caller says otherwise (stats.py re-exports it)
+#: every test's error and interval's confidence unless a caller says otherwise (stats.py
+#: re-exports them): a comparison is at alpha, its interval at 1 - alpha
+DEFAULT_ALPHA = 0.05
 DEFAULT_CONFIDENCE = 0.95
 #: the success rate below which a level counts as broken: the paper's 20% (an axis or a campaign
 #: may set its own)

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from indgen_core import paths
 from indgen_core.axes import SLUG
 from indgen_core.configfile import load_model
+from indgen_core.sequential import DEFAULT_ALPHA
 
 # -- a blind campaign's names: what would give a policy away ------------------------------------
 #: word parts shorter than this say nothing of a policy (and would match anything)
@@ -81,7 +82,9 @@ class AnalysisPlan(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     compare: list[str] = Field(min_length=2, description="the policies compared, as named in `policies`")
-    alpha: float = Field(default=0.05, gt=0, lt=0.5, description="family-wise error over levels and pairs (Holm)")
+    alpha: float = Field(
+        default=DEFAULT_ALPHA, gt=0, lt=0.5, description="family-wise error over levels and pairs (Holm)"
+    )
     #: paired: trials with the same planned seed are compared as pairs (exact McNemar), a level whose seeds
     #: differ is refused; unpaired: Boschloo's test at every level; auto: paired where both ran the same seeds
     pairing: Literal["auto", "paired", "unpaired"] = "paired"
