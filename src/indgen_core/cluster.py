@@ -34,10 +34,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from indgen_core import analysis, runner
-from indgen_core.campaign import planning as campaign_mod
 from indgen_core.errors import IndGenError, require
 from indgen_core.records import Outcome, TaskSetup, TrialResult
-from indgen_core.runner import Progress, RunSummary, completed_outcomes
+from indgen_core.runner import Progress, RunSummary
 from indgen_core.store import ResultsStore
 
 #: the scheduler must not re-run a task whose worker died (the driver does, and records the
@@ -162,23 +161,20 @@ def run_campaign_cluster(
     never steers a verdict."""
     from distributed import as_completed
 
-    record = store.campaign(campaign_id)
-    rule = campaign_mod.adaptive_rule(record)
-    places = runner.level_places(record)
+    driver = runner.CampaignDriver(store, campaign_id, progress)
+    record = driver.record
     args = (
         record.world,
         json.dumps(dict(world_options or {}), sort_keys=True),
         json.dumps(dict(record.config.endpoints), sort_keys=True),
     )
-    summary = RunSummary(campaign_id)
-    total = len(store.planned_trials(campaign_id))
     queue = list(store.pending_trials(campaign_id))
     if not queue:
-        return runner.finish_run(store, record, summary)
+        return driver.finish()
     _check_workers(client, record.world)
-    store.set_status(campaign_id, "running")
+    driver.start()
     # trials chosen by results (a rule, an A/B that stops once decided): one in flight per thread
-    stops = rule is not None or _stops_when_decided(record)
+    stops = driver.rule is not None or _stops_when_decided(record)
     window = max(sum(client.nthreads().values()), 1) if stops else len(queue)
     tries: Counter[str] = Counter()
     held: dict[str, Any] = {}  # future key -> trial
@@ -186,28 +182,15 @@ def run_campaign_cluster(
     def submit(trial):
         tries[trial.trial_id] += 1
         key = f"indgen-{campaign_id}-{trial.trial_id}-{tries[trial.trial_id]}"
-        future = client.submit(run_trial, *args, campaign_mod.setup_for(record, trial), key=key, pure=False, retries=0)
+        future = client.submit(run_trial, *args, driver.setup(trial), key=key, pure=False, retries=0)
         held[future.key] = trial
         return future
 
     def fill(futures) -> list:
         """Submit queued trials in plan order up to the window, the rule skipping the decided."""
         added = []
-        decided = analysis.decided_reason(store, record)
-        if decided:  # an A/B that stops once decided: nothing still queued is needed
-            for unneeded in queue:
-                store.skip_trial(campaign_id, unneeded.trial_id, decided)
-                summary.skipped += 1
-            queue.clear()
         while queue and len(held) < window:
-            if rule is None:
-                added.append(submit(queue.pop(0)))
-                continue
-            chosen, skips = rule.choose(queue, completed_outcomes(store, campaign_id), places)
-            for skip, reason in skips:
-                store.skip_trial(campaign_id, skip.trial_id, reason)
-                queue.remove(skip)
-                summary.skipped += 1
+            chosen = driver.choose(queue)
             if chosen is None:
                 break  # what runs next waits on results in flight
             queue.remove(chosen)
@@ -227,11 +210,9 @@ def run_campaign_cluster(
             if result.details.get(REFUSED):
                 store.set_status(campaign_id, "stopped", result.reason)
                 raise IndGenError(result.reason)
-            if store.commit_result(campaign_id, result):
-                summary.ran += 1
+            if driver.take(trial, result):
                 aborts = 0
             else:
-                summary.aborted_attempts += 1
                 aborts += 1
                 if max_consecutive_aborts and aborts >= max_consecutive_aborts:
                     raise runner.aborts_in_a_row(store, campaign_id, aborts, result.reason)
@@ -240,17 +221,15 @@ def run_campaign_cluster(
                 else:
                     given_up.append(result)
             fill(futures)
-            if progress is not None:
-                progress(total - len(store.pending_trials(campaign_id)), total, trial, result)
+            driver.report(trial, result)
     except ClusterError:
-        summary.remaining = len(store.pending_trials(campaign_id))
         store.set_status(campaign_id, "stopped", "the Dask scheduler went away")
         raise
     finally:
         for future in list(futures.futures):
             with contextlib.suppress(Exception):
                 future.cancel()
-    summary = runner.finish_run(store, record, summary)
+    summary = driver.finish()
     if given_up:
         message = (
             f"{len(given_up)} trial(s) aborted {max_attempts} times each, the last ({given_up[-1].trial_id}) "

@@ -1,9 +1,11 @@
 """Running a planned campaign: pending trials in order, one result committed per trial.
 
-The runner is the in-process counterpart of progression_manager (which does the same over
-ROS): it asks the store what is still pending, applies the adaptive rule, runs each trial
-through an executor (any callable from TaskSetup to TrialResult) and commits the result
-before the next trial starts. Killed at any instant, it resumes where it stopped.
+`CampaignDriver` holds the steps every way of running goes through (choose the next trial,
+its setup, take its result, report, finish); `run_campaign` drives it one trial at a time in
+this process and, with the scorer as its commit, in the ROS graph's progression manager;
+`run_campaign_batched` drives it a group at a time; `cluster.run_campaign_cluster` with tasks
+in flight. Each result is committed before the next trial starts; killed at any instant, a
+run resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -78,25 +80,82 @@ def completed_counts(store: ResultsStore, campaign_id: str) -> dict[tuple[str, i
     return {key: (len(v), sum(v)) for key, v in completed_outcomes(store, campaign_id).items()}
 
 
-def next_trial(store: ResultsStore, record, rule) -> tuple[PlannedTrial | None, int]:
-    """The next trial to run, skipping (and recording) those the adaptive rule says need not
-    run. Returns (trial or None, how many were skipped now)."""
+def choose_next(store: ResultsStore, record, rule, candidates: list[PlannedTrial]) -> tuple[PlannedTrial | None, int]:
+    """The next of `candidates` (pending trials in plan order) to run, skipping (and recording)
+    those that need not run: all of them once a registered A/B is decided, else those the
+    adaptive rule passes over. Skipped candidates leave `candidates`. Returns (trial or None,
+    how many were skipped now); None with candidates left: what runs next waits on results."""
     from indgen_core.analysis import decided_reason  # (analysis reads the runner's counts)
 
-    skipped = 0
     decided = decided_reason(store, record)
     if decided:  # an A/B that stops once decided: every trial still pending is not needed
-        for trial in store.pending_trials(record.id):
+        skipped = len(candidates)
+        for trial in candidates:
             store.skip_trial(record.id, trial.trial_id, decided)
-            skipped += 1
+        candidates.clear()
         return None, skipped
-    pending = store.pending_trials(record.id)
     if rule is None:
-        return (pending[0] if pending else None), 0
-    trial, skips = rule.choose(pending, completed_outcomes(store, record.id), level_places(record))
+        return (candidates[0] if candidates else None), 0
+    trial, skips = rule.choose(candidates, completed_outcomes(store, record.id), level_places(record))
     for skip, reason in skips:
         store.skip_trial(record.id, skip.trial_id, reason)
-    return trial, skipped + len(skips)
+        candidates.remove(skip)
+    return trial, len(skips)
+
+
+class CampaignDriver:
+    """The steps every way of running a campaign goes through, written once: start, choose the
+    next trial (the adaptive rule, a decided A/B), its setup, take its result (commit,
+    certificates, counts), report progress, finish (what is left, certificates, status).
+    run_campaign (one trial at a time; the ROS graph's progression manager drives it with the
+    scorer as its commit), run_campaign_batched (groups stepped together) and
+    cluster.run_campaign_cluster (tasks in flight) drive it; each keeps only its own pacing and
+    its own answer to aborted attempts."""
+
+    def __init__(
+        self,
+        store: ResultsStore,
+        campaign_id: str,
+        progress: Progress | None = None,
+        commit: Callable[[TrialResult], bool] | None = None,
+    ):
+        self.store = store
+        self.record = store.campaign(campaign_id)
+        self.rule = campaign_mod.adaptive_rule(self.record)
+        self.summary = RunSummary(campaign_id)
+        self.total = len(store.planned_trials(campaign_id))
+        self._progress = progress
+        self._commit = commit or (lambda result: store.commit_result(campaign_id, result))
+
+    def start(self) -> None:
+        self.store.set_status(self.record.id, "running")
+
+    def choose(self, candidates: list[PlannedTrial]) -> PlannedTrial | None:
+        trial, skipped = choose_next(self.store, self.record, self.rule, candidates)
+        self.summary.skipped += skipped
+        return trial
+
+    def setup(self, trial: PlannedTrial, blind_view: bool = False) -> TaskSetup:
+        return campaign_mod.setup_for(self.record, trial, blind_view)
+
+    def take(self, trial: PlannedTrial, result: TrialResult) -> bool:
+        """Commit the trial's result; True when it is final (the trial is done)."""
+        if result.trial_id != trial.trial_id:
+            raise IndGenError(f"the executor answered trial '{result.trial_id}' for '{trial.trial_id}'")
+        final = self._commit(result)
+        if final:
+            self.summary.ran += 1
+            campaign_mod.certify_after(self.store, self.record, result)
+        elif result.outcome is not Outcome.SUPERSEDED:  # an operator's redo is no abort
+            self.summary.aborted_attempts += 1
+        return final
+
+    def report(self, trial: PlannedTrial, result: TrialResult) -> None:
+        if self._progress is not None:
+            self._progress(self.total - len(self.store.pending_trials(self.record.id)), self.total, trial, result)
+
+    def finish(self) -> RunSummary:
+        return finish_run(self.store, self.record, self.summary)
 
 
 def level_places(record) -> dict[int, tuple[int, int]]:
@@ -128,40 +187,26 @@ def run_campaign(
     a real robot a fault that keeps coming back needs a person. `blind_view`: setups name a
     blind campaign's policies by letter (a node graph, where people see them).
     """
-    record = store.campaign(campaign_id)
-    rule = campaign_mod.adaptive_rule(record)
-    summary = RunSummary(campaign_id)
-    total = len(store.planned_trials(campaign_id))
-    commit = commit or (lambda result: store.commit_result(campaign_id, result))
+    driver = CampaignDriver(store, campaign_id, progress, commit)
     should_stop = should_stop or (lambda: False)
-    store.set_status(campaign_id, "running")
+    driver.start()
     aborts = 0
     trial_aborts: dict[str, int] = {}
     while not should_stop():
-        trial, skipped = next_trial(store, record, rule)
-        summary.skipped += skipped
+        trial = driver.choose(list(store.pending_trials(campaign_id)))
         if trial is None:
             break
-        setup = campaign_mod.setup_for(record, trial, blind_view)
         try:
-            result = execute(setup)
+            result = execute(driver.setup(trial, blind_view))
         except StopCampaign:
             break
-        if result.trial_id != trial.trial_id:
-            raise IndGenError(f"executor answered trial '{result.trial_id}' for '{trial.trial_id}'")
-        final = commit(result)
+        final = driver.take(trial, result)
+        driver.report(trial, result)
         if final:
-            campaign_mod.certify_after(store, record, result)
-        if progress is not None:
-            done = total - len(store.pending_trials(campaign_id))
-            progress(done, total, trial, result)
-        if final:
-            summary.ran += 1
             aborts = 0
             continue
         if result.outcome is Outcome.SUPERSEDED:  # the operator's redo: run it again at once
             continue
-        summary.aborted_attempts += 1
         aborts += 1
         trial_aborts[trial.trial_id] = trial_aborts.get(trial.trial_id, 0) + 1
         if max_aborts_per_trial and trial_aborts[trial.trial_id] >= max_aborts_per_trial:
@@ -177,7 +222,7 @@ def run_campaign(
         if on_wait is not None:
             on_wait(result.reason, delay)
         wait_until(should_stop, delay, poll=0.05)  # the back-off, cut short by a stop
-    return finish_run(store, record, summary)
+    return driver.finish()
 
 
 def finish_run(store: ResultsStore, record, summary: RunSummary) -> RunSummary:
@@ -196,24 +241,16 @@ def run_campaign_batched(
     (many episodes stepped together), committing every result as it comes. Outcomes do not
     depend on the grouping: each trial's episode is fixed by its seed. The adaptive rule is
     not applied here (it decides trial by trial)."""
-    record = store.campaign(campaign_id)
-    if campaign_mod.adaptive_rule(record) is not None:
+    driver = CampaignDriver(store, campaign_id, progress)
+    if driver.rule is not None:
         raise IndGenError(f"campaign '{campaign_id}' is adaptive; run it trial by trial (run_campaign)")
-    summary = RunSummary(campaign_id)
-    total = len(store.planned_trials(campaign_id))
-    store.set_status(campaign_id, "running")
+    driver.start()
     groups: dict[tuple[str, int], list[PlannedTrial]] = {}
     for trial in store.pending_trials(campaign_id):
         groups.setdefault((trial.policy, trial.level), []).append(trial)
     for trials in groups.values():
-        results = execute_batch([campaign_mod.setup_for(record, t) for t in trials])
+        results = execute_batch([driver.setup(t) for t in trials])
         for trial, result in zip(trials, results, strict=True):
-            if result.trial_id != trial.trial_id:
-                raise IndGenError(f"batch executor answered trial '{result.trial_id}' for '{trial.trial_id}'")
-            if store.commit_result(campaign_id, result):
-                summary.ran += 1
-            else:
-                summary.aborted_attempts += 1
-            if progress is not None:
-                progress(total - len(store.pending_trials(campaign_id)), total, trial, result)
-    return finish_run(store, record, summary)
+            driver.take(trial, result)
+            driver.report(trial, result)
+    return driver.finish()
