@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from indgen_core import topics
-from indgen_core.node_declarations import calls, calls_action, param, publishes, serves, subscribes
+from indgen_core.node_declarations import calls, calls_action, param, publishes, serves, serves_action, subscribes
 
 # -- progression_manager -----------------------------------------------------------------------
 
@@ -199,3 +199,20 @@ RECORDER_ENDPOINTS = (
         topics.RECORDER_STATUS, "std_msgs/msg/String", "JSON (latched): the bag, the topics recorded, steady or not"
     ),
 )
+
+
+# -- the world-node contract (the sim bridge and the FR3 runner: indgen_core/ros/world_node.py) ----
+def world_node_endpoints(run_episode: str, prepare: str, estop_effect: str) -> tuple:
+    """What every world node serves and hears, declared once; each says what its episode,
+    its preparation and its e-stop do."""
+    return (
+        serves_action(topics.RUN_EPISODE, "indgen_msgs/action/RunEpisode", run_episode),
+        serves(topics.PREPARE_TRIAL, "indgen_msgs/srv/PrepareTrial", prepare),
+        serves(topics.ESTOP, "std_srvs/srv/SetBool", f"the soft e-stop: {estop_effect}"),
+        serves(topics.END_EPISODE, "std_srvs/srv/Trigger", "the person ends the running episode now"),
+        subscribes(
+            topics.ESTOP,
+            "std_msgs/msg/Bool",
+            "the soft e-stop from any publisher (reliable or best effort, volatile or latched)",
+        ),
+    )

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from indgen_core import topics
-from indgen_core.node_declarations import calls, calls_action, param, publishes, serves, serves_action, subscribes
+from indgen_core.node_declarations import calls, calls_action, param, publishes, serves, subscribes
+from indgen_core.node_interfaces import world_node_endpoints
 
 # -- policy_node -------------------------------------------------------------------------------
 
@@ -122,29 +123,15 @@ class Fr3RunnerParameters:
 
 
 FR3_RUNNER_ENDPOINTS = (
-    serves_action(
-        topics.RUN_EPISODE, "indgen_msgs/action/RunEpisode", "one episode on the real robot, on the wall clock"
-    ),
-    serves(
-        topics.PREPARE_TRIAL,
-        "indgen_msgs/srv/PrepareTrial",
+    *world_node_endpoints(
+        "one episode on the real robot, on the wall clock",
         "recover a fault, open the gripper, move to the reset pose",
+        "hold at once, abort the trial, refuse new ones until released",
     ),
-    serves(
-        topics.ESTOP,
-        "std_srvs/srv/SetBool",
-        "the soft e-stop: hold at once, abort the trial, refuse new ones until released",
-    ),
-    serves(topics.END_EPISODE, "std_srvs/srv/Trigger", "the person ends the running episode now"),
     serves(
         topics.ACKNOWLEDGE_STOP,
         "std_srvs/srv/Trigger",
         "the operator says the arm is clear after a stop: torque control is re-enabled before the next reset",
-    ),
-    subscribes(
-        topics.ESTOP,
-        "std_msgs/msg/Bool",
-        "the soft e-stop from any publisher (reliable or best effort, volatile or latched)",
     ),
     subscribes(topics.TASK_SETUP, "indgen_msgs/msg/TaskSetup", "the trial the progression manager runs"),
     subscribes(

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from indgen_core import topics
-from indgen_core.node_declarations import param, publishes, serves, serves_action, subscribes
+from indgen_core.node_declarations import param, publishes, serves, subscribes
+from indgen_core.node_interfaces import world_node_endpoints
 
 #: the FR3 stand-in's own topics and services (simulation only)
 STAND_IN = topics.STAND_IN
@@ -44,15 +45,11 @@ class SimBridgeParameters:
 
 
 SIM_BRIDGE_ENDPOINTS = (
-    serves_action(topics.RUN_EPISODE, "indgen_msgs/action/RunEpisode", "one episode in lock-step"),
-    serves(
-        topics.PREPARE_TRIAL,
-        "indgen_msgs/srv/PrepareTrial",
+    *world_node_endpoints(
+        "one episode in lock-step",
         "ready unless the soft e-stop is engaged (a simulated world resets itself)",
+        "the episode stops, aborted",
     ),
-    serves(topics.ESTOP, "std_srvs/srv/SetBool", "the soft e-stop: the episode stops, aborted"),
-    serves(topics.END_EPISODE, "std_srvs/srv/Trigger", "the person ends the running episode now"),
-    subscribes(topics.ESTOP, "std_msgs/msg/Bool", "the soft e-stop as a topic"),
     subscribes(topics.TASK_SETUP, "indgen_msgs/msg/TaskSetup", "a newer setup ends a running episode as aborted"),
     subscribes(topics.POLICY_STATUS, "indgen_msgs/msg/PolicyStatus", "a lost policy ends the episode as aborted"),
     subscribes(

@@ -32,14 +32,12 @@ import time
 
 import numpy as np
 import rclpy
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.node import Node
-from std_msgs.msg import Bool, Float64MultiArray
-from std_srvs.srv import SetBool, Trigger
+from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import Trigger
 
 from indgen_core import messages, topics
 from indgen_core.errors import IndGenError, first_line
-from indgen_core.estop import EstopTopic
 from indgen_core.records import Outcome, TrialResult
 from indgen_core.robot_config import load_robot_config
 from indgen_core.ros import convert, fr3
@@ -51,14 +49,13 @@ from indgen_core.ros.base import (
     run_node,
     serve,
     subscribe,
-    subscribe_any,
     threaded_execute,
 )
+from indgen_core.ros.world_node import WorldNodeContract
 from indgen_core.waiting import heartbeat
 from indgen_core.world_watch import WorldWatch
 from indgen_msgs.action import RunEpisode
 from indgen_msgs.msg import ControlTick, PolicyStatus, RobotStatus, TaskSetup
-from indgen_msgs.srv import PrepareTrial
 from indgen_robot.control import CommandGate
 from indgen_robot.episode_loop import EpisodeLoop, Refusal
 from indgen_robot.episode_result import malformed_goal_setup, trial_result
@@ -79,8 +76,9 @@ from indgen_robot.safety import (
 from indgen_robot.torque_control import AWAITING
 
 
-class Fr3Runner(Node):
+class Fr3Runner(WorldNodeContract, Node):
     ENDPOINTS = FR3_RUNNER_ENDPOINTS  # held to what it creates: ros.base.check_endpoints
+    ESTOP_EFFECT = "the robot holds"
 
     def __init__(self) -> None:
         super().__init__("fr3_runner")
@@ -95,9 +93,6 @@ class Fr3Runner(Node):
         self.arm, self.gripper = self.cell.arm, self.cell.gripper
         self.motion = ArmMotion(self.gate, self.arm, self.cell.publish_segment)
         self.cell.after_sample = self.motion.hold_if_owed  # a hold the stale state kept back goes out then
-        self.estop = False
-        self._estop_topic = EstopTopic()  # the topic's rule (indgen_core/estop.py)
-        self.end_requested = ""
         self.watch = WorldWatch(policy_silence_s=5.0)
         self.prepared: tuple[str, float] | None = None  # trial id, when
         self.last_prepare: tuple[str, int, int] | None = None  # (trial id, request stamp): a repeat
@@ -112,24 +107,15 @@ class Fr3Runner(Node):
         subscribe(self.io, Float64MultiArray, topics.GRIPPER_COMMAND, self._command("gripper"), LOCKSTEP)
         subscribe(self.io, PolicyStatus, topics.POLICY_STATUS, self._on_policy_status, LATCHED)
         subscribe(self.io, TaskSetup, topics.TASK_SETUP, self.watch.on_setup, LATCHED)
-        subscribe_any(self.io, Bool, topics.ESTOP, self._on_estop_msg)
-        serve(self.io, SetBool, topics.ESTOP, self._estop_service)
-        serve(self.io, Trigger, topics.END_EPISODE, self._end_service)
         serve(self.io, Trigger, topics.ACKNOWLEDGE_STOP, self._acknowledge_service)
         self.status_pub = self.io.create_publisher(RobotStatus, topics.ROBOT_STATUS, LATCHED)
         self.io.create_timer(0.5, self._publish_status)
         self.torque = self.cell.torque
         self.reset = ResetSequence(c, self.motion, self.cell)
 
-        self.server = ActionServer(
-            self,
-            RunEpisode,
-            topics.RUN_EPISODE,
-            execute_callback=threaded_execute(self, self._execute),
-            goal_callback=lambda goal: GoalResponse.ACCEPT,
-            cancel_callback=lambda _: CancelResponse.ACCEPT,
-        )
-        serve(self, PrepareTrial, topics.PREPARE_TRIAL, self._prepare)
+        # the world-node contract (indgen_core/ros/world_node.py): the e-stop from any publisher,
+        # "end the episode now", PrepareTrial, RunEpisode
+        self.serve_world_contract(self.io, self, threaded_execute(self, self._execute))
         speeds = ", ".join(f"{v:.2f}" for v in self.gate.v_max)
         torque = ", ".join(f"{t:.1f}" for t in c.worst_torques())
         self.get_logger().info(
@@ -158,11 +144,6 @@ class Fr3Runner(Node):
         self.watch.on_policy_status(msg)
         self.policy.slot.wake()  # a lost policy ends the tick's wait now: the arm holds in this tick
 
-    def _on_estop_msg(self, msg: Bool, info) -> None:
-        engaged = self._estop_topic.accept(bool(msg.data), info)  # indgen_core/estop.py: the rule
-        if engaged is not None:
-            self._set_estop(engaged, "the e-stop topic")
-
     def _set_estop(self, engaged: bool, source: str) -> None:
         with self.motion.lock:
             if engaged and not self.estop:
@@ -174,25 +155,11 @@ class Fr3Runner(Node):
             self.estop = engaged
         self._publish_status()
 
-    def _estop_service(self, request, response):
-        self._set_estop(bool(request.data), "the e-stop service")
-        response.success = True
-        response.message = "e-stop engaged: the robot holds" if request.data else "e-stop released"
-        return response
-
     def _acknowledge_service(self, request, response):
         response.success, response.message = self.torque.acknowledge()
         if response.success:
             self.get_logger().info(f"the operator acknowledged the stop: {response.message}")
         self._publish_status()
-        return response
-
-    def _end_service(self, request, response):
-        if not self.watch.current[0]:
-            response.success, response.message = False, "no episode is running"
-        else:
-            self.end_requested = "the operator ended the episode"
-            response.success, response.message = True, f"ending {self.watch.current[0]}"
         return response
 
     def _inputs(self, started: float, cancel) -> TickInputs:

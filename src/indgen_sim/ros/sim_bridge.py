@@ -32,16 +32,12 @@ import time
 from typing import Any
 
 import rclpy
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
-from std_msgs.msg import Bool
-from std_srvs.srv import SetBool, Trigger
 
 from indgen_core import messages, paths, registry, topics
 from indgen_core.episode import run_episode
 from indgen_core.errors import IndGenError, first_line
-from indgen_core.estop import EstopTopic
 from indgen_core.records import Outcome, TrialResult
 from indgen_core.ros import convert
 from indgen_core.ros.base import (
@@ -50,15 +46,13 @@ from indgen_core.ros.base import (
     TICKS,
     read_parameters,
     run_node,
-    serve,
     subscribe,
-    subscribe_any,
 )
+from indgen_core.ros.world_node import WorldNodeContract
 from indgen_core.specs import Spec
 from indgen_core.world_watch import WorldWatch
 from indgen_msgs.action import RunEpisode
 from indgen_msgs.msg import EpisodeResult, PolicyStatus, TaskSetup, WorldFinalState
-from indgen_msgs.srv import PrepareTrial
 from indgen_sim.node_interfaces import SIM_BRIDGE_ENDPOINTS
 from indgen_sim.node_interfaces import SimBridgeParameters as Parameters
 from indgen_sim.ros.stamped_io import StampedWorldIO
@@ -84,7 +78,7 @@ class _PassThrough(Spec):
         return [reply]
 
 
-class SimBridge(Node):
+class SimBridge(WorldNodeContract, Node):
     ENDPOINTS = SIM_BRIDGE_ENDPOINTS  # held to what it creates: ros.base.check_endpoints
 
     def __init__(self) -> None:
@@ -114,25 +108,11 @@ class SimBridge(Node):
         subscribe(self.io_node, PolicyStatus, topics.POLICY_STATUS, self.watch.on_policy_status, LATCHED)
         subscribe(self.io_node, TaskSetup, topics.TASK_SETUP, self.watch.on_setup, LATCHED)
         subscribe(self.io_node, EpisodeResult, topics.EPISODE_RESULT, self._on_result_taken, RELIABLE)
-        serve(self.io_node, PrepareTrial, topics.PREPARE_TRIAL, self._prepare)
-        # the console's e-stop and "end the episode now", so that an operator can rehearse in sim
-        self.estop, self.end_requested = False, False
-        # from any publisher's QoS, as the FR3 runner (a pedal, a script or a button node may
-        # publish volatile or best effort): indgen_core/estop.py
-        self._estop_topic = EstopTopic()
-        subscribe_any(self.io_node, Bool, topics.ESTOP, self._on_estop_msg)
-        serve(self.io_node, SetBool, topics.ESTOP, self._estop_service)
-        serve(self.io_node, Trigger, topics.END_EPISODE, self._end_service)
         self.sim_ticks = 0  # control ticks since the bridge started: simulated time, exact (sim_stamp)
         self.finished: collections.OrderedDict[tuple[str, int], RunEpisode.Result] = collections.OrderedDict()
-        self.server = ActionServer(
-            self,
-            RunEpisode,
-            topics.RUN_EPISODE,
-            execute_callback=self._execute,
-            goal_callback=lambda goal: GoalResponse.ACCEPT,
-            cancel_callback=lambda _: CancelResponse.ACCEPT,
-        )
+        # the world-node contract (indgen_core/ros/world_node.py): the console's e-stop and "end
+        # the episode now" work in sim too, so that an operator can rehearse
+        self.serve_world_contract(self.io_node, self.io_node, self._execute)
         self.get_logger().info(f"serving {topics.RUN_EPISODE} for world '{self.p.world}'")
 
     def extra_nodes(self):
@@ -146,31 +126,12 @@ class SimBridge(Node):
             response.ready, response.message = True, "a simulated world resets itself when the episode starts"
         return response
 
-    def _on_estop_msg(self, msg: Bool, info) -> None:
-        engaged = self._estop_topic.accept(bool(msg.data), info)
-        if engaged is not None:
-            self._set_estop(engaged)
-
-    def _set_estop(self, engaged: bool) -> None:
+    def _set_estop(self, engaged: bool, source: str) -> None:
         if engaged != self.estop:
-            self.get_logger().warning("soft e-stop engaged: the episode stops" if engaged else "soft e-stop released")
+            self.get_logger().warning(
+                f"soft e-stop engaged ({source}): the episode stops" if engaged else f"soft e-stop released ({source})"
+            )
         self.estop = engaged
-
-    def _estop_service(self, request, response):
-        self._set_estop(bool(request.data))
-        response.success, response.message = (
-            True,
-            "e-stop engaged: the episode stops" if request.data else "e-stop released",
-        )
-        return response
-
-    def _end_service(self, request, response):
-        if not self.watch.current[0]:
-            response.success, response.message = False, "no episode is running"
-        else:
-            self.end_requested = True
-            response.success, response.message = True, f"ending {self.watch.current[0]}"
-        return response
 
     def _execute(self, goal_handle):
         try:
@@ -284,7 +245,7 @@ class SimBridge(Node):
         feedback(0, max_steps, "resetting")
         beat.start()
         try:
-            self.end_requested = False
+            self.end_requested = ""
             result = run_episode(
                 self.world,
                 infer,
@@ -292,7 +253,7 @@ class SimBridge(Node):
                 setup,
                 on_step=feedback,
                 on_reset=on_reset,
-                should_end=lambda: self.end_requested,
+                should_end=lambda: bool(self.end_requested),
                 on_final=on_final,
             )
         finally:
