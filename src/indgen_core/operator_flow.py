@@ -15,10 +15,12 @@ from __future__ import annotations
 import dataclasses
 import threading
 import uuid
+from typing import Any, Protocol
 
 from indgen_core import operator
 from indgen_core.records import Outcome, Source, TaskSetup, TrialResult
 from indgen_core.runner import StopCampaign
+from indgen_core.store import CampaignRecord, ResultsStore
 
 LABEL_OUTCOMES = {
     operator.SUCCESS: Outcome.SUCCESS,
@@ -55,31 +57,51 @@ def attempt_note(attempts: list[dict]) -> str:
     return f"attempt {n + 1} of this trial: attempt {n} was {last['outcome']} ({last['reason']}){scored}"
 
 
+class FlowHost(Protocol):
+    """What the operator flow uses of the node that runs the campaign (the progression
+    manager): its store and campaign, its log, the prompt it publishes, its waiting status, its
+    stop, and the hand-over of a relabel to the scorer."""
+
+    store: ResultsStore
+    record: CampaignRecord
+
+    @property
+    def log(self) -> Any: ...
+
+    def publish_prompt(self, prompt: operator.Prompt | None, trial: TaskSetup | None = None, **extra) -> None: ...
+
+    def set_status_waiting(self, message: str) -> None: ...
+
+    def stopping(self) -> bool: ...
+
+    def hand_over_relabel(self, result: TrialResult, row) -> None: ...
+
+
 class OperatorFlow:
-    def __init__(self, pm):
-        self.pm = pm
+    def __init__(self, host: FlowHost):
+        self.host = host
         self.desk = operator.OperatorDesk()
         self.pause_requested: str = ""
         self.previous: TaskSetup | None = None
         self.last_labelled = ""
         self.stopped_by = ""
-        for row in reversed(pm.store.label_history(pm.record.id)):
+        for row in reversed(host.store.label_history(host.record.id)):
             if row["kind"] in ("label", "relabel"):
                 self.last_labelled = row["trial_id"]
                 break
 
     # -- prompts -------------------------------------------------------------------------------------
     def ask(self, kind: int, setup: TaskSetup, text: str, **extra) -> operator.Answer | None:
-        prompt = self.desk.open(operator.Prompt(kind, setup.trial_id, setup.level, text, self.pm.record.id))
-        self.pm.publish_prompt(prompt, **extra)
-        self.pm.set_status_waiting(f"waiting for the operator: {text}")
-        answer = self.desk.wait(self.pm.stopping)
-        self.pm.publish_prompt(None, trial=setup)
+        prompt = self.desk.open(operator.Prompt(kind, setup.trial_id, setup.level, text, self.host.record.id))
+        self.host.publish_prompt(prompt, **extra)
+        self.host.set_status_waiting(f"waiting for the operator: {text}")
+        answer = self.desk.wait(self.host.stopping)
+        self.host.publish_prompt(None, trial=setup)
         if answer is not None and answer.response == operator.ABORT:
             self.stopped_by = answer.operator or "the operator"
-            self.pm.log.warning(
+            self.host.log.warning(
                 f"{self.stopped_by} stopped the campaign; it resumes from the store with "
-                f"campaign_id:={self.pm.record.id}"
+                f"campaign_id:={self.host.record.id}"
             )
             raise StopCampaign(f"stopped by {self.stopped_by}")
         return answer
@@ -99,9 +121,9 @@ class OperatorFlow:
 
     def setup_prompt(self, setup: TaskSetup) -> TrialResult | None:
         """None when the scene is ready; else the trial's result (skipped)."""
-        reference = self.pm.store.level_image(setup.axis, setup.level) or ""
+        reference = self.host.store.level_image(setup.axis, setup.level) or ""
         text = setup.operator_instruction or f"Build the scene of level {setup.level}."
-        again = attempt_note(self.pm.store.attempts(self.pm.record.id, setup.trial_id))
+        again = attempt_note(self.host.store.attempts(self.host.record.id, setup.trial_id))
         detail = change_since(self.previous, setup)
         answer = self.ask(
             operator.SETUP, setup, text, detail=f"{again}; {detail}" if again else detail, reference_image=reference
@@ -193,7 +215,7 @@ class OperatorFlow:
         score = float(request.partial_score)
         if score >= 0 and not (request.label in (operator.SUCCESS, operator.FAILURE) and score <= 100):
             return False, "a partial score is 0-100, given with a success or failure label; nothing changed"
-        rows = {r.trial_id: r for r in self.pm.store.rows(self.pm.record.id)}
+        rows = {r.trial_id: r for r in self.host.store.rows(self.host.record.id)}
         row = rows.get(str(request.trial_id))
         if row is None or row.outcome is None:
             return False, f"trial '{str(request.trial_id)[:80]}' has no committed result to relabel; nothing changed"
@@ -207,5 +229,5 @@ class OperatorFlow:
             source=Source.OPERATOR,
             details={"operator": who, "note": note, "relabel_id": uuid.uuid4().hex},
         )
-        threading.Thread(target=self.pm.hand_over_relabel, args=(result, row), daemon=True).start()
+        threading.Thread(target=self.host.hand_over_relabel, args=(result, row), daemon=True).start()
         return True, f"{row.trial_id} relabelled {outcome.name.lower()} (was {row.outcome})"

@@ -89,7 +89,15 @@ class ProgressionManager(Node):
         self._open_prompt = OperatorPrompt()
         self._prompt_trials: dict[str, str] = {}  # prompt_id -> trial_id, the recent prompts (answers name no trial)
         self._stop = threading.Event()
-        self.world_link = WorldLink(self, self._stop, self._status)
+        self.world_link = WorldLink(
+            self.world,
+            self.prepare_client,
+            self.p,
+            lambda: self.get_clock().now().to_msg(),
+            self.get_logger(),
+            self._stop,
+            self._status,
+        )
         self.flow = OperatorFlow(self)
         self._current: SetupRecord | None = None
         self._done = 0

@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
+
+from builtin_interfaces.msg import Time
 
 from indgen_core import messages, topics
+from indgen_core.node_interfaces import ProgressionManagerParameters
 from indgen_core.records import Outcome, TrialResult
 from indgen_core.records import TaskSetup as SetupRecord
 from indgen_core.ros import convert
@@ -27,12 +31,23 @@ ESTOP_POLL_S = 0.5
 
 
 class WorldLink:
-    """The node's RunEpisode client (pm.world) and PrepareTrial client (pm.prepare_client), with
-    the goal in flight, when the world last gave feedback, and whether it needs the operator."""
+    """The progression manager's RunEpisode client (`world`) and PrepareTrial client
+    (`prepare_client`), with the goal in flight, when the world last gave feedback, and whether
+    it needs the operator. Handed what it uses, not the node: the clients, the node's
+    parameters, its clock (`now`, a stamp), its logger, its stop and its status publisher."""
 
-    def __init__(self, pm, stop: threading.Event, status):
-        self.pm = pm
-        self.p = pm.p
+    def __init__(
+        self,
+        world,
+        prepare_client,
+        parameters: ProgressionManagerParameters,
+        now: Callable[[], Time],
+        log,
+        stop: threading.Event,
+        status,
+    ):
+        self.world, self.prepare_client, self._now, self.log = world, prepare_client, now, log
+        self.p = parameters
         self._stop = stop
         self._status = status
         self.needs_operator = False  # the world said it is physical (its prepare reply)
@@ -51,9 +66,9 @@ class WorldLink:
         def aborted(reason: str) -> TrialResult:
             return TrialResult(setup.trial_id, Outcome.ABORTED, reason, wall_time_s=time.monotonic() - started)
 
-        if not wait_server(self.pm.world, self.p.server_wait_s, stop=self._stop):
+        if not wait_server(self.world, self.p.server_wait_s, stop=self._stop):
             return aborted(f"world not answering: no RunEpisode server on {topics.RUN_EPISODE}")
-        goal = RunEpisode.Goal(setup=convert.setup_to_msg(setup, self.pm.get_clock().now().to_msg()))
+        goal = RunEpisode.Goal(setup=convert.setup_to_msg(setup, self._now()))
         handles = []
         # every episode starts with its reset; set before the goal goes, so that feedback that
         # comes before the goal's acceptance is seen (a world that has reset already: "running")
@@ -68,7 +83,7 @@ class WorldLink:
             # right after discovery DDS can lose a goal response; the bridge attaches a resent
             # goal for the same trial to the running episode, so resending (every 2 s) is safe
             if not self._stop.is_set():
-                future = self.pm.world.send_goal_async(goal, feedback_callback=on_feedback)
+                future = self.world.send_goal_async(goal, feedback_callback=on_feedback)
                 if wait_future(future, 2.0, stop=self._stop):
                     handles.append(future.result())
             return bool(handles)
@@ -108,11 +123,9 @@ class WorldLink:
     def prepare(self, setup: SetupRecord) -> tuple[bool, str]:
         """Ask the world to get ready (the real robot: reset pose) before the person builds
         the scene; worlds without /indgen/prepare_trial need nothing."""
-        if not wait_server(
-            self.pm.prepare_client, self.p.server_wait_s if self.with_operator else 0.5, stop=self._stop
-        ):
+        if not wait_server(self.prepare_client, self.p.server_wait_s if self.with_operator else 0.5, stop=self._stop):
             return (False, f"no {topics.PREPARE_TRIAL} service") if self.with_operator else (True, "")
-        request = PrepareTrial.Request(setup=convert.setup_to_msg(setup, self.pm.get_clock().now().to_msg()))
+        request = PrepareTrial.Request(setup=convert.setup_to_msg(setup, self._now()))
         self._status(CampaignStatus.STATE_RUNNING, f"preparing {setup.trial_id}")
         response = self._ask_prepare(request)
         while (
@@ -131,7 +144,7 @@ class WorldLink:
             return False, f"no answer to the prepare request within {self.p.prepare_timeout_s:g} s"
         if response.needs_operator and not self.needs_operator:
             self.needs_operator = True
-            self.pm.get_logger().info(
+            self.log.info(
                 "the world is physical: every scene waits for the operator, every episode is "
                 "labelled (run `indgen console` in another terminal)"
             )
@@ -145,7 +158,7 @@ class WorldLink:
         calls = []
 
         def answered() -> bool:
-            calls.append(self.pm.prepare_client.call_async(request))
+            calls.append(self.prepare_client.call_async(request))
             retry = min(max(self.p.prepare_retry_s, 0.1), deadline - time.monotonic())
             return wait_until(lambda: any(c.done() for c in calls), retry, poll=0.005, stop=self._stop)
 
@@ -156,4 +169,4 @@ class WorldLink:
     def _feedback(self, feedback) -> None:
         fb = feedback.feedback
         self.last_feedback, self.phase = time.monotonic(), str(fb.phase)[:32]
-        self.pm.get_logger().debug(f"{fb.phase}: step {fb.step}/{fb.max_steps}")
+        self.log.debug(f"{fb.phase}: step {fb.step}/{fb.max_steps}")
