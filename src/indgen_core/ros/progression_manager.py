@@ -29,14 +29,13 @@ from rclpy.node import Node
 from std_msgs.msg import Header, String
 from std_srvs.srv import Trigger
 
-from indgen_core import blind, messages, operator, routes, topics
+from indgen_core import blind, messages, operator, records, routes, topics
 from indgen_core.campaign_source import plan_or_resume
 from indgen_core.errors import IndGenError
 from indgen_core.node_interfaces import PROGRESSION_MANAGER_ENDPOINTS
 from indgen_core.node_interfaces import ProgressionManagerParameters as Parameters
 from indgen_core.operator_flow import OperatorFlow
 from indgen_core.records import Outcome, TrialResult
-from indgen_core.records import TaskSetup as SetupRecord
 from indgen_core.ros import convert
 from indgen_core.ros.base import LATCHED, RELIABLE, read_parameters, run_node, serve, subscribe
 from indgen_core.ros.waits import ActionClient
@@ -99,7 +98,7 @@ class ProgressionManager(Node):
             self._status,
         )
         self.flow = OperatorFlow(self)
-        self._current: SetupRecord | None = None
+        self._current: records.TaskSetup | None = None
         self._done = 0
         self._total = len(self.store.planned_trials(self.record.id))
         self._thread = threading.Thread(target=self._run, name="campaign", daemon=True)
@@ -203,7 +202,7 @@ class ProgressionManager(Node):
         else:
             self._recorder_steady.clear()
 
-    def _wait_for_recorder(self, setup: SetupRecord) -> None:
+    def _wait_for_recorder(self, setup: records.TaskSetup) -> None:
         if not self.p.recorder:
             return
         wait = 2.0 if self._recorder_waited else self.p.recorder_wait_s
@@ -214,7 +213,7 @@ class ProgressionManager(Node):
                 f"the bag may miss the start of {setup.trial_id}"
             )
 
-    def _execute(self, setup: SetupRecord) -> TrialResult:
+    def _execute(self, setup: records.TaskSetup) -> TrialResult:
         self._current = setup
         self._wait_for_recorder(setup)
         now = self.get_clock().now().to_msg()
@@ -272,7 +271,7 @@ class ProgressionManager(Node):
             self._answers.put(answer["key"], answer)
 
     # -- operator (operator_flow.py) ---------------------------------------------------------------
-    def publish_prompt(self, prompt: operator.Prompt | None, trial: SetupRecord | None = None, **extra) -> None:
+    def publish_prompt(self, prompt: operator.Prompt | None, trial: records.TaskSetup | None = None, **extra) -> None:
         msg = OperatorPrompt(kind=operator.INFO, campaign_id=self.record.id)
         if prompt is not None:
             msg = OperatorPrompt(
@@ -311,7 +310,7 @@ class ProgressionManager(Node):
 
     def hand_over_relabel(self, result: TrialResult, row) -> None:
         """Publish an operator's relabel (signed) until the scorer answers it."""
-        setup = SetupRecord(
+        setup = records.TaskSetup(
             campaign_id=self.record.id,
             trial_id=row.trial_id,
             world=self.record.world,

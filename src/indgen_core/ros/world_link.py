@@ -14,10 +14,9 @@ from collections.abc import Callable
 
 from builtin_interfaces.msg import Time
 
-from indgen_core import messages, topics
+from indgen_core import messages, records, topics
 from indgen_core.node_interfaces import ProgressionManagerParameters
 from indgen_core.records import Outcome, TrialResult
-from indgen_core.records import TaskSetup as SetupRecord
 from indgen_core.ros import convert
 from indgen_core.ros.waits import wait_future, wait_result, wait_server
 from indgen_core.waiting import wait_until
@@ -60,7 +59,7 @@ class WorldLink:
     def with_operator(self) -> bool:
         return self.p.wait_for_operator or self.needs_operator
 
-    def run_episode(self, setup: SetupRecord) -> TrialResult:
+    def run_episode(self, setup: records.TaskSetup) -> TrialResult:
         started = time.monotonic()
 
         def aborted(reason: str) -> TrialResult:
@@ -120,7 +119,7 @@ class WorldLink:
             return aborted(f"the world answered for trial '{result.trial_id}'")
         return result
 
-    def prepare(self, setup: SetupRecord) -> tuple[bool, str]:
+    def prepare(self, setup: records.TaskSetup) -> tuple[bool, str]:
         """Ask the world to get ready (the real robot: reset pose) before the person builds
         the scene; worlds without /indgen/prepare_trial need nothing."""
         if not wait_server(self.prepare_client, self.p.server_wait_s if self.with_operator else 0.5, stop=self._stop):

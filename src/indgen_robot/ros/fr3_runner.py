@@ -84,12 +84,16 @@ class Fr3Runner(WorldNodeContract, Node):
         super().__init__("fr3_runner")
         self.p = read_parameters(self, Parameters)
         self.config = load_robot_config(self.p.robot)
-        c = self.config
-        if c.bringup.arm_controllers == "":
-            raise IndGenError(f"robot configuration '{c.name}' names no arm controller file (bringup.arm_controllers)")
-        self.gate = CommandGate(c)
+        robot = self.config  # the robot configuration (config/robots/*.yaml)
+        if robot.bringup.arm_controllers == "":
+            raise IndGenError(
+                f"robot configuration '{robot.name}' names no arm controller file (bringup.arm_controllers)"
+            )
+        self.gate = CommandGate(robot)
         self.io = rclpy.create_node(f"{self.get_name()}_io", context=self.context, use_global_arguments=False)
-        self.cell = CellIO(self, self.io, c, self.p.recovery or c.recovery.method, on_change=self._publish_status)
+        self.cell = CellIO(
+            self, self.io, robot, self.p.recovery or robot.recovery.method, on_change=self._publish_status
+        )
         self.arm, self.gripper = self.cell.arm, self.cell.gripper
         self.motion = ArmMotion(self.gate, self.arm, self.cell.publish_segment)
         self.cell.after_sample = self.motion.hold_if_owed  # a hold the stale state kept back goes out then
@@ -111,17 +115,17 @@ class Fr3Runner(WorldNodeContract, Node):
         self.status_pub = self.io.create_publisher(RobotStatus, topics.ROBOT_STATUS, LATCHED)
         self.io.create_timer(0.5, self._publish_status)
         self.torque = self.cell.torque
-        self.reset = ResetSequence(c, self.motion, self.cell)
+        self.reset = ResetSequence(robot, self.motion, self.cell)
 
         # the world-node contract (indgen_core/ros/world_node.py): the e-stop from any publisher,
         # "end the episode now", PrepareTrial, RunEpisode
         self.serve_world_contract(self.io, self, threaded_execute(self, self._execute))
         speeds = ", ".join(f"{v:.2f}" for v in self.gate.v_max)
-        torque = ", ".join(f"{t:.1f}" for t in c.worst_torques())
+        torque = ", ".join(f"{t:.1f}" for t in robot.worst_torques())
         self.get_logger().info(
-            f"FR3 runner for '{c.name}': {c.control.rate_hz:g} Hz; arm state from "
-            f"{c.arm.state_topic}, gripper state from {c.gripper.state_topic}; segments to "
-            f"{c.arm.trajectory_topic} at most [{speeds}] rad/s, each within max_lead of the arm; a blocked "
+            f"FR3 runner for '{robot.name}': {robot.control.rate_hz:g} Hz; arm state from "
+            f"{robot.arm.state_topic}, gripper state from {robot.gripper.state_topic}; segments to "
+            f"{robot.arm.trajectory_topic} at most [{speeds}] rad/s, each within max_lead of the arm; a blocked "
             f"joint is pushed with at most [{torque}] Nm; recovery: {self.cell.recovery.describe()}"
         )
 

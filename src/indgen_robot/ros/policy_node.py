@@ -27,10 +27,9 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from indgen_core import messages, registry, routes, topics
+from indgen_core import messages, records, registry, routes, topics
 from indgen_core.episode import PolicyUnavailable
 from indgen_core.errors import IndGenError, first_line
-from indgen_core.records import TaskSetup as SetupRecord
 from indgen_core.ros.base import LATCHED, read_parameters, run_node, subscribe
 from indgen_core.specs import WARMUP_KEY, BadAction
 from indgen_core.waiting import wait_until
@@ -49,7 +48,7 @@ ROUTES_ANSWER_S = 5.0
 #: (policy.robot_mismatch); everything else a server says of itself may name it
 BLIND_METADATA = ("robot_model",)
 #: the task a warm-up request names (never a trial)
-WARMUP_SETUP = SetupRecord.blank(trial_id="warm-up", in_distribution=True, language_instruction="warm up")
+WARMUP_SETUP = records.TaskSetup.blank(trial_id="warm-up", in_distribution=True, language_instruction="warm up")
 #: requests carry the images: a short queue, so a slow recorder cannot pile them up here
 EXCHANGES = QoSProfile(depth=20, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
 

@@ -56,9 +56,8 @@ from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from indgen_core import messages, topics
+from indgen_core import messages, records, topics
 from indgen_core.errors import IndGenError, first_line
-from indgen_core.records import TaskSetup as SetupRecord
 from indgen_core.repeated import RepeatedWarning
 from indgen_core.robot_config import load_robot_config
 from indgen_core.ros import fr3
@@ -152,7 +151,7 @@ class Fr3StandIn(Node):
         serve(self, Trigger, f"{STAND_IN}/build_scene", self._build_scene)
         self.recovery_services: list = []
         self._serve_recovery()
-        self.setup: SetupRecord | None = None
+        self.setup: records.TaskSetup | None = None
         self._errors_seen = 0
         self._behind = RepeatedWarning(self.get_logger().warning)
         self._arm_held_until = 0.0  # monotonic: a test's {"delay_arm_state_s"}
