@@ -161,6 +161,8 @@ def test_kill9_of_every_process_of_a_blockenv_campaign(tmp_path, repo):
     text = "".join(graph.log)
     assert _interrupted(graph), "no kill interrupted a running trial"
     assert graph.launches >= 3  # the manager came back twice
+    with ResultsStore(db) as store:  # every attempt a killed manager started is in the store
+        assert store.unfinished_starts("killed") == []
     # the launcher respawned every kind of process it owns (a kill that lands while a killed
     # manager's launch is shutting down is not respawned by that launch, the relaunch starts
     # it: so a count of respawn lines would depend on timing, which process came back does not)

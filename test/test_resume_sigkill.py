@@ -16,7 +16,7 @@ import toy_world
 from indgen_core.campaign.config import CampaignConfig
 from indgen_core.campaign.planning import plan_campaign
 from indgen_core.inprocess import InProcessExecutor
-from indgen_core.runner import run_campaign
+from indgen_core.runner import INTERRUPTED, run_campaign
 from indgen_core.store import ResultsStore
 from indgen_core.waiting import wait_until
 
@@ -80,3 +80,8 @@ def test_sigkill_at_random_points_then_resume_equals_uninterrupted(monkeypatch, 
                                    ).fetchone()[0]
         assert finals == len(rows)
         assert store.campaign("killme-1").status == "done"
+        # every attempt is in the store: each kill during a trial left one, recorded as interrupted
+        # by the next run (a kill between two trials leaves none)
+        interrupted = [a for a in store.attempts("killme-1") if a["reason"] == INTERRUPTED]
+        assert 1 <= len(interrupted) <= kills, (len(interrupted), kills)
+        assert store.unfinished_starts("killme-1") == []

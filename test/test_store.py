@@ -10,6 +10,7 @@ import sys
 
 import pytest
 import toy_setup
+import toy_world
 
 from indgen_core import protocol
 from indgen_core.campaign.config import CampaignConfig
@@ -278,3 +279,22 @@ def test_a_campaign_comes_back_typed_and_an_older_stores_extra_key_is_left_out(t
             assert stored["blind_labels"] == back.blind_labels and stored["trials_per_level"] == 4
             conn.execute("UPDATE campaigns SET config_json=? WHERE id='typed'", (json.dumps(stored | {"retired": 1}),))
         assert store.campaign("typed").config == planned.config
+
+
+def test_an_attempt_a_killed_run_left_unfinished_is_recorded_as_interrupted_by_the_next(toy):
+    """A run killed during a trial's attempt leaves its start and no attempt; the next run
+    records that attempt (aborted, interrupted) before it goes on, so the store holds every
+    attempt."""
+    from indgen_core.inprocess import InProcessExecutor
+    from indgen_core.runner import INTERRUPTED, run_campaign
+
+    with ResultsStore(toy / "r.sqlite") as store:
+        record = toy_setup.plan_toy(store, toy)
+        first = store.pending_trials(record.id)[0]
+        store.log_event(record.id, "started", first.trial_id)  # what a run does before the attempt; then killed
+        assert store.unfinished_starts(record.id) == [first.trial_id]
+        executor = InProcessExecutor(toy_world.ToyWorld(), policies={"skilled": toy_world.Skilled()})
+        run_campaign(store, record.id, executor)
+        attempts = [(a["outcome"], a["reason"]) for a in store.attempts(record.id, first.trial_id)]
+        assert attempts[0] == ("aborted", INTERRUPTED) and attempts[1][0] != "aborted" and len(attempts) == 2
+        assert store.unfinished_starts(record.id) == []

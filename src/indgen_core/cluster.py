@@ -180,6 +180,7 @@ def run_campaign_cluster(
     held: dict[str, Any] = {}  # future key -> trial
 
     def submit(trial):
+        driver.begin(trial)
         tries[trial.trial_id] += 1
         key = f"indgen-{campaign_id}-{trial.trial_id}-{tries[trial.trial_id]}"
         future = client.submit(run_trial, *args, driver.setup(trial), key=key, pure=False, retries=0)

@@ -25,6 +25,10 @@ BatchExecutor = Callable[[list[TaskSetup]], list[TrialResult]]
 Progress = Callable[[int, int, PlannedTrial, TrialResult], None]
 
 
+#: the reason of an attempt a killed run left unfinished
+INTERRUPTED = "interrupted: the run stopped during this attempt and its result never reached the store"
+
+
 class TooManyAborts(IndGenError):
     pass
 
@@ -128,7 +132,15 @@ class CampaignDriver:
         self._commit = commit or (lambda result: store.commit_result(campaign_id, result))
 
     def start(self) -> None:
+        """The campaign runs; an attempt an earlier run started and never finished (it was
+        killed during it) is recorded first, as interrupted: the store holds every attempt."""
         self.store.set_status(self.record.id, "running")
+        for trial_id in self.store.unfinished_starts(self.record.id):
+            self._commit(TrialResult(trial_id, Outcome.ABORTED, INTERRUPTED))
+
+    def begin(self, trial: PlannedTrial) -> None:
+        """An attempt of `trial` starts (kept, so that a run killed during it is known)."""
+        self.store.log_event(self.record.id, "started", trial.trial_id)
 
     def choose(self, candidates: list[PlannedTrial]) -> PlannedTrial | None:
         trial, skipped = choose_next(self.store, self.record, self.rule, candidates)
@@ -196,6 +208,7 @@ def run_campaign(
         trial = driver.choose(list(store.pending_trials(campaign_id)))
         if trial is None:
             break
+        driver.begin(trial)
         try:
             result = execute(driver.setup(trial, blind_view))
         except StopCampaign:
@@ -249,6 +262,8 @@ def run_campaign_batched(
     for trial in store.pending_trials(campaign_id):
         groups.setdefault((trial.policy, trial.level), []).append(trial)
     for trials in groups.values():
+        for trial in trials:
+            driver.begin(trial)
         results = execute_batch([driver.setup(t) for t in trials])
         for trial, result in zip(trials, results, strict=True):
             driver.take(trial, result)

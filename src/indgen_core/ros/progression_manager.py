@@ -30,6 +30,7 @@ from std_msgs.msg import Header, String
 from std_srvs.srv import Trigger
 
 from indgen_core import blind, messages, operator, records, routes, topics
+from indgen_core.campaign import planning as campaign_mod
 from indgen_core.campaign_source import plan_or_resume
 from indgen_core.errors import IndGenError
 from indgen_core.node_interfaces import PROGRESSION_MANAGER_ENDPOINTS
@@ -239,7 +240,9 @@ class ProgressionManager(Node):
     def _commit(self, result: TrialResult) -> bool:
         """Hand the result to the scorer, the one writer of results, and wait for its answer."""
         setup = self._current
-        assert setup is not None, "a result is committed for the trial _execute() started"
+        if setup is None or setup.trial_id != result.trial_id:  # an attempt an earlier run left unfinished
+            (trial,) = [t for t in self.store.planned_trials(self.record.id) if t.trial_id == result.trial_id]
+            setup = campaign_mod.setup_for(self.record, trial, blind_view=True)
         msg = messages.sign(convert.result_to_msg(result, setup, self.get_clock().now().to_msg()), self.key)
         answer = self._hand_over(msg, msg.signature)
         if answer is None:

@@ -35,6 +35,27 @@ class TalliesMixin(StoreBase):
             args.append(trial_id)
         return [{"trial_id": t, "outcome": o, "reason": r} for t, o, r in self._db.execute(q + " ORDER BY id", args)]
 
+    def unfinished_starts(self, campaign_id: str) -> list[str]:
+        """Trials a run started (a `started` event) that are still pending with no attempt
+        recorded since: the run was killed during the attempt, and its result never reached the
+        store. The next run records each as an interrupted attempt before it goes on."""
+        started = self._db.execute(
+            "SELECT message, MAX(at) FROM events WHERE campaign_id=? AND kind='started' GROUP BY message",
+            (campaign_id,),
+        ).fetchall()
+        out = []
+        for trial_id, at in started:
+            pending = self._db.execute(
+                "SELECT 1 FROM trials WHERE campaign_id=? AND trial_id=? AND status='pending'", (campaign_id, trial_id)
+            ).fetchone()
+            since = self._db.execute(
+                "SELECT 1 FROM attempts WHERE campaign_id=? AND trial_id=? AND recorded_at>=?",
+                (campaign_id, trial_id, at),
+            ).fetchone()
+            if pending and not since:
+                out.append(trial_id)
+        return out
+
     def attempt_count(self, campaign_id: str, trial_id: str) -> int:
         """How many results (aborted ones included) were recorded for a trial."""
         return self._db.execute(
