@@ -60,6 +60,19 @@ class StopKind(enum.Enum):
     STEP_LIMIT = "step_limit"  # ran to the step limit: labelled
 
 
+class StopCause(str, enum.Enum):
+    """What stopped the robot, finer than StopKind: a result's details keep it as "stop" (a
+    string in the store and the bag: the enum is a str)."""
+
+    REFLEX = "reflex"  # a joint or Cartesian reflex of libfranka
+    USER_STOP = "user_stop"  # the hardware e-stop (user stop) is pressed
+    FAULT = "fault"  # the robot is in an error state or recovering from one
+    DRIVER_DOWN = "driver_down"  # the driver's state stopped arriving
+    UNEXPLAINED = "unexplained"  # stopped during the policy's motion, no cause to read: the person says
+    STATE_DELAYED = "state_delayed"  # the arm's states paused and came back by themselves: no stop
+    NO_REFLEX = "no_reflex"  # recovered and found in no fault: the state stopped on its way, not the arm
+
+
 @dataclass(frozen=True)
 class Stop:
     kind: StopKind
@@ -94,7 +107,7 @@ def classify_robot_errors(errors: Sequence[str]) -> Stop:
         return Stop(
             StopKind.POLICY,
             f"the robot stopped the motion: {MOTION_ERRORS[motion[0]]} ({motion[0]})",
-            {"stop": "reflex", "errors": motion},
+            {"stop": StopCause.REFLEX, "errors": motion},
         )
     return Stop(StopKind.SYSTEM, f"robot fault: {', '.join(errors) or 'unknown error'}", {"errors": errors})
 
@@ -115,12 +128,14 @@ def robot_mode_stop(mode: int, current_errors: Sequence[str]) -> Stop | None:
         return Stop(
             StopKind.UNEXPLAINED,
             "the robot reports a reflex without naming it: label it failure if the arm hit something, or redo",
-            {"stop": "reflex"},
+            {"stop": StopCause.REFLEX},
         )
     if mode == ROBOT_MODE_USER_STOPPED:
-        return Stop(StopKind.SYSTEM, "the robot's user stop (hardware e-stop) is pressed", {"stop": "user_stop"})
+        return Stop(
+            StopKind.SYSTEM, "the robot's user stop (hardware e-stop) is pressed", {"stop": StopCause.USER_STOP}
+        )
     if mode == ROBOT_MODE_AUTOMATIC_ERROR_RECOVERY:
-        return Stop(StopKind.SYSTEM, "the robot is recovering from an error by itself", {"stop": "fault"})
+        return Stop(StopKind.SYSTEM, "the robot is recovering from an error by itself", {"stop": StopCause.FAULT})
     return None
 
 
@@ -130,7 +145,7 @@ def driver_down() -> Stop:
         StopKind.SYSTEM,
         "the arm's driver is down (its trajectory controller's topic lost its subscriber); the "
         "trial runs again once it is back",
-        {"stop": "driver_down"},
+        {"stop": StopCause.DRIVER_DOWN},
     )
 
 
@@ -162,7 +177,7 @@ def classify_fault(
             StopKind.SYSTEM,
             f"the arm's joint states stopped ({silent_for:.2f} s old) while it was held "
             "still: a robot or driver fault (network, user stop, driver); the trial runs again",
-            {"stop": "fault"},
+            {"stop": StopCause.FAULT},
             state_stopped_at=last or None,
         )
     return Stop(
@@ -170,7 +185,7 @@ def classify_fault(
         "the robot stopped during the policy's motion and reported no cause IndGen can "
         "read (most often a contact reflex; it may be a network fault): label it failure if the arm hit "
         "something, or redo to run the trial again if it was a fault",
-        {"stop": "unexplained"},
+        {"stop": StopCause.UNEXPLAINED},
         state_stopped_at=last or None,
     )
 
@@ -204,7 +219,7 @@ def state_came_back(stop: Stop, silent_for: float) -> Stop:
         f"the arm's joint states paused for {silent_for:.3f} s and came back without a recovery: "
         "franka's broadcaster was never stopped, so the robot did not stop the motion (a delay in "
         "the middleware or a busy host); the trial runs again",
-        {"stop": "state_delayed"},
+        {"stop": StopCause.STATE_DELAYED},
     )
 
 
@@ -219,7 +234,7 @@ def after_recovery(stop: Stop, recovery: Recovery, robot_errors: Sequence[str] =
             StopKind.SYSTEM,
             f"the robot's driver does not answer ({recovery.message}): a driver fault; the "
             "trial runs again once it is back",
-            {"stop": "driver_down"},
+            {"stop": StopCause.DRIVER_DOWN},
         )
     if recovery.ok and recovery.found_fault is False:
         return Stop(
@@ -227,7 +242,7 @@ def after_recovery(stop: Stop, recovery: Recovery, robot_errors: Sequence[str] =
             "the robot was in no fault when it was recovered (its hardware was still active), so no reflex stopped "
             "the motion: the arm's state stopped on its way (the network, the driver, a busy host); the trial runs "
             "again",
-            {"stop": "no_reflex"},
+            {"stop": StopCause.NO_REFLEX},
         )
     if recovery.ok and robot_errors:
         return classify_robot_errors(robot_errors)
