@@ -26,9 +26,9 @@ def make(state: str) -> m.ConsoleModel:
     elif state in (m.LABEL, m.RELABEL, m.NOTE):
         model.prompt = m.Prompt(op.LABEL, "p2", "t1", 1, "Label t1", previous_trial_id="t0")
         if state == m.RELABEL:
-            model.mode = "relabel"
+            model.mode = m.RELABEL
         if state == m.NOTE:
-            model.mode, model.note_for = "note", ""
+            model.mode, model.note_for = m.NOTE, None
     elif state == m.PAUSED:
         model.prompt = m.Prompt(op.PAUSED, "p3", "t2", 1, "Paused")
     elif state == m.ESTOP:

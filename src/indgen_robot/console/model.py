@@ -21,22 +21,32 @@ States, from what the campaign publishes (the open prompt, the robot's and campa
 
 from __future__ import annotations
 
+import enum
 import time
 from dataclasses import dataclass, field
 
 from indgen_core import operator as op
 
-WAITING, SETUP, RUNNING, LABEL, RELABEL, NOTE, PAUSED, ESTOP, STOPPED = (
-    "waiting",
-    "setup",
-    "running",
-    "label",
-    "relabel",
-    "note",
-    "paused",
-    "estop",
-    "stopped",
-)
+
+class ConsoleState(str, enum.Enum):
+    """What the console is doing, which decides what each key does (HELP)."""
+
+    WAITING = "waiting"  # no prompt: a trial runs without the person, or none is due
+    SETUP = "setup"  # the person builds the scene, then starts the trial
+    RUNNING = "running"  # an episode runs; the person may end it or e-stop
+    LABEL = "label"  # the person judges the episode just run
+    RELABEL = "relabel"  # the person corrects an earlier label
+    NOTE = "note"  # the person types a note for the trial
+    PAUSED = "paused"  # the campaign waits after the current trial
+    ESTOP = "estop"  # the soft e-stop is engaged
+    STOPPED = "stopped"  # the campaign was stopped from here
+
+    def __str__(self) -> str:  # its word, in text and in handler names (`_label`)
+        return self.value
+
+
+WAITING, SETUP, RUNNING, LABEL, RELABEL, NOTE, PAUSED, ESTOP, STOPPED = tuple(ConsoleState)
+
 
 HELP = {
     WAITING: [("p", "pause after the current trial"), ("?", "help")],
@@ -167,8 +177,8 @@ class ConsoleModel:
     number: str = ""
     note: str = ""
     note_buffer: str = ""
-    mode: str = ""  # "", "relabel" or "note"
-    note_for: str = ""  # the mode a note returns to
+    mode: ConsoleState | None = None  # RELABEL or NOTE while the person types one
+    note_for: ConsoleState | None = None  # the mode a note returns to
     message: str = ""
     show_help: bool = False
     #: the prompt whose redo waits for a second r (a redo throws the attempt away: confirmed)
@@ -176,10 +186,10 @@ class ConsoleModel:
 
     # -- state ---------------------------------------------------------------------------------------
     @property
-    def state(self) -> str:
-        if self.mode == "note":
+    def state(self) -> ConsoleState:
+        if self.mode is NOTE:
             return NOTE
-        if self.mode == "relabel":
+        if self.mode is RELABEL:
             return RELABEL
         if self.estop:
             return ESTOP
@@ -304,7 +314,7 @@ class ConsoleModel:
                 return self._refuse(key, "Enter takes a partial score typed first (0-100); or y, n, i")
             return self._label_answer(op.SUCCESS if self.number == "100" else op.FAILURE)
         if key == "t":
-            self.mode, self.note_for, self.note_buffer = "note", "", self.note
+            self.mode, self.note_for, self.note_buffer = NOTE, None, self.note
             self.message = "type the note; Enter keeps it, Esc drops it"
             return []
         if key == "r":
@@ -316,7 +326,7 @@ class ConsoleModel:
             if not self.open_prompt.previous_trial_id:
                 return self._refuse(key, "there is no previous labelled trial to relabel")
             self.mode, self.number, self.message = (
-                "relabel",
+                RELABEL,
                 "",
                 (f"relabel {self.open_prompt.previous_trial_id}: y, n or i (Esc cancels)"),
             )
@@ -328,17 +338,17 @@ class ConsoleModel:
         if typed is not None:
             return typed
         if key == "escape":
-            self.mode, self.number, self.message = "", "", "relabel cancelled"
+            self.mode, self.number, self.message = None, "", "relabel cancelled"
             return []
         if key == "t":
-            self.mode, self.note_for, self.note_buffer = "note", "relabel", self.note
+            self.mode, self.note_for, self.note_buffer = NOTE, RELABEL, self.note
             return []
         if key in ("y", "n", "i"):
             label = {"y": op.SUCCESS, "n": op.FAILURE, "i": op.INVALID}[key]
             if self._score() >= 0 and label == op.INVALID:
                 return self._refuse(key, "an invalid setup takes no partial score")
             request = Relabel(self.open_prompt.previous_trial_id, label, self._score(), self.note)
-            self.mode, self.number, self.note = "", "", ""
+            self.mode, self.number, self.note = None, "", ""
             self.message = f"relabelled {request.trial_id} as {op.RESPONSE_NAMES[label]}"
             return [request]
         return None
@@ -388,7 +398,7 @@ def _shown(key: str) -> str:
     return {"enter": "Enter", "space": "space", "escape": "Esc", "backspace": "Backspace"}.get(key, f"'{key}'")
 
 
-def _doing(state: str) -> str:
+def _doing(state: ConsoleState) -> str:
     return {
         WAITING: "the campaign is between trials",
         SETUP: "the scene is being built",

@@ -127,8 +127,8 @@ class ConsoleLink:
             prompt = self._prompt_from(msg)
             if prompt is None or prompt.prompt_id != getattr(self.model.prompt, "prompt_id", None):
                 self.model.number = ""
-                if self.model.mode == "relabel":
-                    self.model.mode = ""
+                if self.model.mode is m.RELABEL:
+                    self.model.mode = None
             self.model.prompt = prompt
             if msg.kind == op.INFO and msg.text:
                 self.model.message = msg.text[:300]
