@@ -15,7 +15,9 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from typing import Generic, Protocol, TypeVar, runtime_checkable
+
+T = TypeVar("T")
 
 
 @runtime_checkable
@@ -84,24 +86,24 @@ def heartbeat(beat, period: float):
         thread.join(timeout=2 * period)
 
 
-class Acknowledgements:
+class Acknowledgements(Generic[T]):
     """Answers that arrive by key from another thread (a subscriber's callback), and the waits
     for them: the progression manager waits for the scorer's word that a result is committed
     (no look at the store). Bounded: a key nobody waits for is forgotten after `keep` others."""
 
     def __init__(self, keep: int = 256) -> None:
-        self._answers: dict[str, object] = {}
+        self._answers: dict[str, T] = {}
         self._arrived = threading.Condition()
         self._keep = keep
 
-    def put(self, key: str, answer: object) -> None:
+    def put(self, key: str, answer: T) -> None:
         with self._arrived:
             self._answers[key] = answer
             while len(self._answers) > self._keep:
                 self._answers.pop(next(iter(self._answers)))
             self._arrived.notify_all()
 
-    def wait(self, key: str, timeout: float) -> object | None:
+    def wait(self, key: str, timeout: float) -> T | None:
         """The answer for `key` (taken), or None after `timeout` seconds."""
         deadline = time.monotonic() + timeout
         with self._arrived:

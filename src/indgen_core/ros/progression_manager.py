@@ -80,7 +80,9 @@ class ProgressionManager(Node):
         self.prepare_client = self.create_client(PrepareTrial, topics.PREPARE_TRIAL, callback_group=self.group)
         self._recorder_steady = threading.Event()
         self._recorder_waited = False
-        self._answers = Acknowledgements()  # the scorer's answers to results, by attempt key
+        self._answers: Acknowledgements[dict[str, str]] = (
+            Acknowledgements()
+        )  # the scorer's answers to results, by attempt key
         subscribe(self, String, topics.RESULT_COMMITTED, self._on_answer, RELIABLE, callback_group=self.group)
         self._report_written = threading.Event()
         subscribe(self, String, topics.REPORT_WRITTEN, self._on_report_written, LATCHED, callback_group=self.group)
@@ -265,7 +267,7 @@ class ProgressionManager(Node):
             self.result_pub.publish(msg)
             answer = self._answers.wait(key, min(1.0, max(deadline - time.monotonic(), 0.0)))
             if answer is not None:
-                return answer  # type: ignore[return-value]
+                return answer
         return None
 
     def _on_answer(self, msg: String) -> None:
