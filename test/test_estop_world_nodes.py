@@ -57,3 +57,17 @@ def test_the_sim_bridge_takes_the_estop_from_volatile_best_effort_and_latched_pu
     finally:
         node.destroy_node()
         stop(bridge)
+
+
+def test_indgen_estop_with_no_world_node_says_so_and_exits_1():
+    """Nobody to take it (a graph not started, another domain id): one sentence that points at
+    the hardware e-stop and exit 1, within the timeout given, not a hang."""
+    import subprocess
+    import time
+
+    started = time.monotonic()
+    out = subprocess.run([graph.executable_path("indgen"), "estop", "--timeout", "1"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert out.stdout.strip() == "nobody took the e-stop on /indgen/estop within 1 s: use the hardware e-stop"
+    assert time.monotonic() - started < 30

@@ -482,7 +482,10 @@ def test_an_estop_from_a_fresh_process_that_sends_once_holds_within_one_tick(rob
     refused = s.prepare(f"while_{how[0]}")
     assert not refused.ready and "e-stop is engaged" in refused.message  # it was taken
     if how == "indgen estop":
-        assert "e-stop engaged: the robot holds" in out.stdout  # the service answers once it holds
+        # the service answers once it holds; where a loaded machine discovers it later than the
+        # timeout, the topic's sample (published once its reader matched) was acknowledged instead
+        assert ("(service): e-stop engaged: the robot holds" in out.stdout
+                or "engaged, acknowledged by the runner" in out.stdout), out.stdout
     else:
         # within one tick; a pause of the stand-in's own hardware thread meanwhile (a new DDS
         # participant's discovery on two cores, docs/real-robot.md "Stalls of the stand-in")

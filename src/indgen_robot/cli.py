@@ -38,9 +38,9 @@ def register_estop(sub: argparse._SubParsersAction) -> None:
         "estop",
         help="engage (or --release) the soft e-stop of a running real-robot graph",
         description="Engage the soft e-stop: the FR3 runner holds at once, aborts the trial and refuses new ones "
-        "until it is released. It asks the runner's /indgen/estop service and prints its answer; where no "
-        "service answers it publishes on the topic as a pedal node must (reliable, transient local, after the "
-        "runner's reader matched, until acknowledged). The hardware e-stop within reach is what keeps people "
+        "until it is released. It publishes on the topic as a pedal node must (reliable, transient local, once the "
+        "runner's reader matched, until acknowledged) and asks the runner's /indgen/estop service at once, "
+        "printing the service's answer, or the topic's acknowledgement where no service answered in time. The hardware e-stop within reach is what keeps people "
         "safe; this is the software's. Exit 0 when the runner took it, 1 when nobody did.",
     )
     p.add_argument("--release", action="store_true", help="release it instead (the aborted trial runs again)")
