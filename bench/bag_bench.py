@@ -28,11 +28,11 @@ import yaml
 
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("ROS_DOMAIN_ID", "93")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test" / "helpers"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))  # the test helpers, `from helpers import ...`
 
 
 def campaign_run(tmp: Path, name: str, record: bool, args) -> float:
-    import servers
+    from helpers import servers
 
     campaign = tmp / f"{name}.yaml"
     campaign.write_text(yaml.safe_dump({"name": name, "axis": "stack", "world": "droid_twin",
@@ -110,8 +110,7 @@ def in_process(bag: Path, base: float) -> None:
     """rescore and replay without the command's start-up, as throughput against the least work
     the same job needs: for rescore, reading the bag; for replay, reading the bag and sending
     each recorded request to the server (no decoding of replies, no comparison). Target >= 0.9."""
-    import servers
-
+    from helpers import servers
     from indgen_core.bags import replay, rescore, trials
     from indgen_core.wire.client import RemotePolicy
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test" / "helpers"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))  # the test helpers, `from helpers import ...`
 
 
 def _run(tmp: Path, config: Path, cid: str, *extra: str) -> float:
@@ -39,7 +39,7 @@ def _run(tmp: Path, config: Path, cid: str, *extra: str) -> float:
 
 @contextlib.contextmanager
 def dask_cluster(workers: int):
-    import servers
+    from helpers import servers
 
     port = servers.free_port()
     env = dict(os.environ, DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES="0",

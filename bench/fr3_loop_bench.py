@@ -41,7 +41,7 @@ import yaml
 
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("ROS_DOMAIN_ID", "94")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test" / "helpers"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))  # the test helpers, `from helpers import ...`
 
 
 def main() -> int:
@@ -65,10 +65,10 @@ def main() -> int:
     args = parser.parse_args()
     import psutil
     import rclpy
-    from scripted_operator import ScriptedOperator
-    from servers import free_port
 
-    from indgen_core.robot_config import load_robot_config
+    from helpers.scripted_operator import ScriptedOperator
+    from helpers.servers import free_port
+    from indgen_core.cell.robot_config import load_robot_config
     from indgen_core.store import ResultsStore
 
     steps = int(args.seconds * 15)

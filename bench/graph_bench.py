@@ -63,9 +63,9 @@ def graph_rate(tmp: Path, campaign: Path, profile: str = "blockenv_axis", *assig
 def in_process_rate(tmp: Path, campaign: Path, world="blockenv") -> float:
     """Episodes/s of the same campaign with world and policy in this process (the baseline)."""
     from indgen_core.campaign.config import load_campaign_config
+    from indgen_core.campaign.inprocess import InProcessExecutor
     from indgen_core.campaign.planning import plan_campaign
-    from indgen_core.inprocess import InProcessExecutor
-    from indgen_core.runner import run_campaign
+    from indgen_core.campaign.runner import run_campaign
     from indgen_core.store import ResultsStore
 
     with ResultsStore(tmp / "inproc.sqlite") as store:

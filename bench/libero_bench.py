@@ -33,7 +33,7 @@ def steps_per_second(cameras, steps: int) -> float:
 
 
 def campaign_rate(tmp: Path, trials: int, workers: int) -> float:
-    from indgen_core import cluster
+    from indgen_core.campaign import cluster
     from indgen_core.campaign.config import CampaignConfig
     from indgen_core.campaign.planning import plan_campaign
     from indgen_core.store import ResultsStore

@@ -19,7 +19,7 @@ import threading
 import time
 
 from indgen_core import registry, rendering
-from indgen_core.axes import library
+from indgen_core.axes.progression import library
 from indgen_core.records import TaskSetup
 
 PERIOD_S = 0.05

@@ -8,7 +8,7 @@ the robot loop. For each node module and the CLI, the least CPU time (user + sys
 importing it in a fresh interpreter over --runs runs, and its ratio to the baseline measured
 in the same run: a fresh interpreter importing rclpy and numpy, which every node needs.
 Target: each node within 3x the baseline (scipy.stats and statsmodels, most of a second, are
-imported only by the functions that use them: indgen_core/stats.py).
+imported only by the functions that use them: indgen_core/stats/level_stats.py).
 """
 
 from __future__ import annotations

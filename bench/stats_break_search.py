@@ -5,7 +5,7 @@
 Per curve (tau_0 outward): the rate at which the reported set leaves out the true break
 (stated: at most 5%), how often it ends narrowed to one level or two adjacent ones, the mean
 trials to its end, and the per-level sweep's trials and wrong breaks on the same curve and cap
-(planner.simulate_search runs both). The target: at least 40% fewer trials than the sweep on
+(sample_sizes.simulate_search runs both). The target: at least 40% fewer trials than the sweep on
 the monotone curves. Then the worst case for the stated error, curves on the threshold looked
 at after every trial (a miss at any look counts).
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from indgen_core import break_search, planner
+from indgen_core.stats import break_search, sample_sizes
 
 THRESHOLD = 0.2
 ALPHA = 0.05
@@ -53,7 +53,7 @@ def bench_break_search(runs: int, rng) -> bool:
     )
     for name, rates in CURVES.items():
         seed = int(rng.integers(2**31))
-        found = planner.simulate_search(range(len(rates)), rates, THRESHOLD, CAP, 1 - ALPHA, runs, seed)
+        found = sample_sizes.simulate_search(range(len(rates)), rates, THRESHOLD, CAP, 1 - ALPHA, runs, seed)
         today = found.interleaved_mean if name in INTERLEAVED else found.sweep_mean
         ratio = found.mean / today
         valid = found.missed <= ALPHA + 3 * se(ALPHA, runs)

@@ -20,7 +20,7 @@ import math
 import numpy as np
 from scipy import stats as sps
 
-from indgen_core import comparisons, sequential
+from indgen_core.stats import comparisons, sequential
 
 ALPHA = 0.05
 THRESHOLD = 0.2

@@ -42,7 +42,7 @@ from scipy import stats as sps
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from indgen_core import comparisons, planner, ppi, sequential, stats
+from indgen_core.stats import comparisons, level_stats, ppi, sample_sizes, sequential
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from stats_break_search import bench_break_search
@@ -112,7 +112,7 @@ def bench_intervals(runs: int, rng) -> bool:
     print(f"\n== Clopper-Pearson coverage (95%, n fixed): simulated over {runs} runs / exact from the binomial ==")
     print(f"{'n':>4} " + " ".join(f"{p:>11}" for p in RATES))
     for n in NS:
-        table = np.array([stats.exact_interval(s, n) for s in range(n + 1)])
+        table = np.array([level_stats.exact_interval(s, n) for s in range(n + 1)])
         cells = []
         for p in RATES:
             s = rng.binomial(n, p, size=runs)
@@ -215,11 +215,11 @@ def bench_guarantee(runs: int, rng) -> bool:
                         outcomes = rng.random(60) < p
                         _, n = sequential.first_decision(outcomes, THRESHOLD)
                         s = int(outcomes[:n].sum())
-                    levels.append(stats.LevelStat(level=k, n=n, successes=s, in_distribution=k == 0, distance=abs(k),
-                                                  side=int(np.sign(k)), threshold=THRESHOLD,
-                                                  anytime=not mode.startswith("fixed")))
+                    levels.append(level_stats.LevelStat(
+                        level=k, n=n, successes=s, in_distribution=k == 0, distance=abs(k),
+                        side=int(np.sign(k)), threshold=THRESHOLD, anytime=not mode.startswith("fixed")))
                 wrong_any = False
-                for side, g in stats.guarantee(levels, THRESHOLD).items():
+                for side, g in level_stats.guarantee(levels, THRESHOLD).items():
                     chain = sorted((k for k in rates if k * side >= 0), key=abs)
                     held = chain[:chain.index(g.held_through) + 1] if g.held_through is not None else []
                     wrong = any(rates[k] < THRESHOLD for k in held) or (
@@ -258,8 +258,8 @@ def sprt_trials(p: float, p0: float, p1: float, alpha: float, beta: float, cap: 
 
 
 def bench_trials(runs: int, rng) -> bool:
-    low, high = THRESHOLD - planner.PLANNING_MARGIN, THRESHOLD + planner.PLANNING_MARGIN
-    fixed = max(planner.fixed_trials(high, THRESHOLD), planner.fixed_trials(low, THRESHOLD))
+    low, high = THRESHOLD - sample_sizes.PLANNING_MARGIN, THRESHOLD + sample_sizes.PLANNING_MARGIN
+    fixed = max(sample_sizes.fixed_trials(high, THRESHOLD), sample_sizes.fixed_trials(low, THRESHOLD))
     print("\n== expected trials per level, exact (dynamic programming over trials and successes): the sequential rule, "
           "the fixed exact design sized "
           f"at {low:g} / {high:g} ({fixed} trials), Wald's SPRT of the threshold {THRESHOLD:g} against the planning "
@@ -268,7 +268,7 @@ def bench_trials(runs: int, rng) -> bool:
           f"{'targets (>= 30% fewer, <= 2x SPRT)':>36}")
     good = True
     for p in (0.0, 0.02, 0.05, 0.35, 0.5, 0.7, 0.9, 1.0):
-        run = planner.sequential_run(p, THRESHOLD, cap=2000)  # exact
+        run = sample_sizes.sequential_run(p, THRESHOLD, cap=2000)  # exact
         sprt = sprt_trials(p, THRESHOLD, high if p >= THRESHOLD else low, 0.025, 0.025)
         saving = 1 - run.mean / fixed
         ratio = run.mean / sprt
@@ -290,8 +290,8 @@ def bench_ppi(runs: int, rng, twin_trials: int = 200) -> bool:
     good = True
     ratios: dict[int, list[float]] = {}
     for n in (10, 20, 40):
-        real_table = np.array([stats.exact_interval(s, n) for s in range(n + 1)])
-        twin_table = np.array([stats.exact_interval(s, twin_trials, 1 - ppi.ALPHA_TWIN_SHARE * ALPHA)
+        real_table = np.array([level_stats.exact_interval(s, n) for s in range(n + 1)])
+        twin_table = np.array([level_stats.exact_interval(s, twin_trials, 1 - ppi.ALPHA_TWIN_SHARE * ALPHA)
                                for s in range(twin_trials + 1)])
         rest = 1 - (1 - ppi.ALPHA_TWIN_SHARE) * ALPHA
         diff_table = np.array([[ppi.difference_bounds(b, c, n, rest) if b + c <= n else (np.nan, np.nan)

@@ -63,7 +63,7 @@ def physics(ticks: int) -> dict[str, float]:
 
 
 def _setup():
-    from indgen_core.axes import library
+    from indgen_core.axes.progression import library
     from indgen_core.records import TaskSetup
 
     level = library().get("stack").level(2)

@@ -88,9 +88,9 @@ def evaluate(out: Path, n: int, checkpoints: dict, trials: int) -> dict[tuple[st
 
 
 def report(out: Path, n: int, ids: dict, seeds: list[int]) -> None:
-    from indgen_core import plots
-    from indgen_core.analysis import summarize
-    from indgen_core.stats import exact_interval
+    from indgen_core.report import plots
+    from indgen_core.report.analysis import summarize
+    from indgen_core.stats.level_stats import exact_interval
     from indgen_core.store import ResultsStore
 
     pooled: dict[str, dict[int, list[int]]] = {arm: {} for arm in ARMS}
@@ -121,7 +121,7 @@ def report(out: Path, n: int, ids: dict, seeds: list[int]) -> None:
 
 
 def plot(path: Path, n: int, pooled: dict, plots) -> None:
-    from indgen_core.stats import exact_interval
+    from indgen_core.stats.level_stats import exact_interval
 
     with plots._figure() as (fig, ax, _):
         for arm, label in (("tau0", "trained on tau_0"), ("levels", f"trained on tau_0..tau_{n}")):

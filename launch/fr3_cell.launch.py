@@ -16,8 +16,8 @@ as a driver fault and runs it again once the driver is back. A franka_hardware o
 3.3.0 is refused (it cannot recover in place after a reflex).
 """
 
+from indgen_core.cell.robot_config import load_robot_config, robot_config_path
 from indgen_core.graph import load_profile
-from indgen_core.robot_config import load_robot_config, robot_config_path
 from indgen_core.ros.launch_description import launch_description
 from indgen_robot.bringup import CELL_ARGUMENTS, IncludeLaunch, cell_steps
 

@@ -7,7 +7,7 @@ wall-clock-bound cases, which get the machine whenever they want it:
 - a session of its own, whose scheduling group is niced to 19: with Linux's autogroup
   scheduling (on by default) the CPU is shared between sessions first, and a nice value counts
   only within one, so a plain `nice` would not hold the group back; the graphs its tests
-  launch pass the niceness on to their nodes' sessions (indgen_core/launcher.py);
+  launch pass the niceness on to their nodes' sessions (indgen_core/nodes/launcher.py);
 - every process niced to 19 too (where autogroups are off, or within the group);
 - SIGINT and SIGQUIT back to their defaults: bash starts a background command (`&`) with both
   ignored, and an ignored signal stays ignored across exec, so Python would never raise

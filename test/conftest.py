@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).parent / "helpers"))
+sys.path.insert(0, str(Path(__file__).parent))  # test helpers: the `helpers` package, imported by name
 
 # Under pytest-xdist several workers share the cores: one math thread each (torch, BLAS, and
 # the processes a test starts inherit it), or three workers' thread pools thrash two cores.

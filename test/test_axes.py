@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from indgen_core import protocol
-from indgen_core.axes import AxisLibrary, UnknownAxisError, library
+from indgen_core.axes import conditions
+from indgen_core.axes.progression import AxisLibrary, UnknownAxisError, library
 from indgen_core.configfile import ConfigError
 
 PAPER_AXES = {
@@ -35,7 +35,7 @@ def test_every_paper_axis_is_shipped_and_listed():
 
 @pytest.mark.parametrize("name", sorted(PAPER_AXES))
 def test_shipped_axes_pass_definition_4(name):
-    report = protocol.check_progression(library().get(name))
+    report = conditions.check_progression(library().get(name))
     assert report.ok, report.violations()
     assert set(report.summary()) == {"single_axis", "atomic_step", "nesting"}
 
@@ -62,7 +62,7 @@ def test_composition_moves_one_step_of_each_component():
     assert axis.is_composed
     assert axis.level(-2).as_dict() == {"pick_offset_y": -5.0, "distractor_count": 2.0}
     assert axis.level(3).as_dict() == {"pick_offset_y": 7.5, "distractor_count": 3.0}
-    report = protocol.check_progression(axis)
+    report = conditions.check_progression(axis)
     assert report.ok
     steps = [f for f in report.findings if f.check == "atomic_step"]
     assert len(steps) == 12  # 6 transitions x 2 parameters
@@ -122,7 +122,7 @@ def test_measured_levels_that_break_the_conditions_are_caught(tmp_path):
           3: {bowl_scale: 1.45, cup_height: 10.0}
         step_tolerance: 0.05
     """)
-    report = protocol.check_progression(lib_with(tmp_path, "bowls", body).get("bowls"))
+    report = conditions.check_progression(lib_with(tmp_path, "bowls", body).get("bowls"))
     assert not report.ok
     atomic = report.violations("atomic_step")
     assert [f.level for f in atomic] == [2, 3]
@@ -134,18 +134,18 @@ def test_measured_levels_that_break_the_conditions_are_caught(tmp_path):
 
 def test_measured_values_that_turn_back_fail_nesting(tmp_path):
     body = GOOD.format(name="backwards") + "measured: {2: {bowl_scale: 1.1}}\nstep_tolerance: 0.5\n"
-    report = protocol.check_progression(lib_with(tmp_path, "backwards", body).get("backwards"))
+    report = conditions.check_progression(lib_with(tmp_path, "backwards", body).get("backwards"))
     assert [f.level for f in report.violations("nesting")] == [2]
 
 
 def test_skipped_levels_and_id_gaps_fail_nesting(tmp_path):
     axis = library().get("stack")
-    report = protocol.check_progression(axis, axis.levels([0, 1, 3]))
+    report = conditions.check_progression(axis, axis.levels([0, 1, 3]))
     assert any("skip [2]" in f.detail for f in report.violations("nesting"))
-    report = protocol.check_progression(axis, axis.levels([2, 3]))
+    report = conditions.check_progression(axis, axis.levels([2, 3]))
     assert any("no in-distribution level" in f.detail for f in report.violations("nesting"))
     body = GOOD.format(name="gappy").replace("in_distribution: [0]", "in_distribution: [0, 2]")
-    report = protocol.check_progression(lib_with(tmp_path, "gappy", body).get("gappy"))
+    report = conditions.check_progression(lib_with(tmp_path, "gappy", body).get("gappy"))
     assert any("have a gap" in f.detail for f in report.violations("nesting"))
 
 

@@ -13,12 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import graphs
 import pytest
-import servers
 import yaml
-from no_ros import indgen_without_ros
 
+from helpers import graphs, servers
+from helpers.no_ros import indgen_without_ros
 from indgen_core import topics
 from indgen_core.store import ResultsStore
 
@@ -218,8 +217,8 @@ def test_the_bags_own_definitions_give_the_canonical_bytes_rclpy_gives(recorded)
     same canonical bytes both ways."""
     from rclpy.serialization import deserialize_message
 
-    from indgen_core import messages
     from indgen_core.bags.trials import readers, records
+    from indgen_core.nodes import messages
     from indgen_core.ros import convert
 
     seen = collections.Counter()
@@ -332,8 +331,8 @@ def test_a_video_of_one_trial_from_a_named_camera_and_wrong_names_in_one_sentenc
 
 def test_replay_against_the_same_policy_is_exact_and_against_another_is_not(recorded):
     import numpy as np
-    from openpi_server import OpenpiStyleServer
 
+    from helpers.openpi_server import OpenpiStyleServer
     from indgen_sim.twin.oracle import TwinOracle
 
     port = servers.free_port()

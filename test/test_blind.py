@@ -9,16 +9,16 @@ import subprocess
 import sys
 
 import pytest
-import toy_setup
-import toy_world
 from pydantic import ValidationError
 
-from indgen_core import analysis, blind, routes
+from helpers import toy_setup, toy_world
+from indgen_core.campaign import blind, routes
 from indgen_core.campaign.config import CampaignConfig, identity_in, identity_words
+from indgen_core.campaign.inprocess import InProcessExecutor
 from indgen_core.campaign.planning import setup_for
+from indgen_core.campaign.runner import run_campaign
 from indgen_core.errors import IndGenError
-from indgen_core.inprocess import InProcessExecutor
-from indgen_core.runner import run_campaign
+from indgen_core.report import analysis
 from indgen_core.store import ResultsStore
 
 POLICIES = ["skilled", "clumsy"]

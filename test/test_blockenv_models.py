@@ -108,7 +108,7 @@ def test_train_save_load_and_serve(tmp_path, demos):
     with pytest.raises(Exception, match="no BlockEnv checkpoint"):
         load_checkpoint(tmp_path / "missing.pt")
 
-    from indgen_core.axes import library
+    from indgen_core.axes.progression import library
     from indgen_core.episode import run_episode
     from indgen_core.records import TaskSetup
     from indgen_core.specs.blockenv import BlockEnvSpec

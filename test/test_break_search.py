@@ -8,14 +8,14 @@ import sqlite3
 
 import numpy as np
 import pytest
-import toy_setup
-import toy_world
 
-from indgen_core import break_search, plan, sequential
-from indgen_core.analysis import summarize
-from indgen_core.inprocess import InProcessExecutor
+from helpers import toy_setup, toy_world
+from indgen_core.campaign import plan
+from indgen_core.campaign.inprocess import InProcessExecutor
+from indgen_core.campaign.runner import run_campaign
+from indgen_core.report.analysis import summarize
 from indgen_core.report.markdown import markdown
-from indgen_core.runner import run_campaign
+from indgen_core.stats import break_search, sequential
 from indgen_core.store import ResultsStore
 
 

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-import toy_setup
+from helpers import toy_setup
 
 
 def indgen(env, *args):
@@ -179,7 +179,7 @@ def test_the_time_left_after_a_resume_counts_this_runs_pace_only():
     """At 147 of 1000 after a resume it said "~1 s": the 140 done before counted as this run's."""
     import io
 
-    from indgen_core.progress import ProgressPrinter
+    from indgen_core.campaign.progress import ProgressPrinter
 
     out = io.StringIO()
     printer = ProgressPrinter(1000, "campaign c", stream=out, every_s=0.0, already=140)

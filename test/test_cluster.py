@@ -15,10 +15,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
-import servers
-import toy_setup
 import yaml
 
+from helpers import servers, toy_setup
 from indgen_core.store import ResultsStore
 from indgen_core.waiting import wait_until
 

@@ -9,12 +9,11 @@ import subprocess
 import sys
 
 import pytest
-import toy_setup
-import toy_world
 
-from indgen_core import comparisons
-from indgen_core.inprocess import InProcessExecutor
-from indgen_core.runner import run_campaign
+from helpers import toy_setup, toy_world
+from indgen_core.campaign.inprocess import InProcessExecutor
+from indgen_core.campaign.runner import run_campaign
+from indgen_core.stats import comparisons
 from indgen_core.store import ResultsStore
 
 
@@ -124,7 +123,7 @@ def test_a_sequential_campaign_is_compared_by_the_anytime_valid_paired_test(camp
 def test_campaigns_on_different_axes_are_refused(campaigns, tmp_path):
     env, db, _ = campaigns
     with ResultsStore(db) as store:
-        from indgen_core.axes import AxisLibrary
+        from indgen_core.axes.progression import AxisLibrary
         from indgen_core.campaign.config import CampaignConfig
         from indgen_core.campaign.planning import plan_campaign
 

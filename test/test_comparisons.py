@@ -1,4 +1,4 @@
-"""Comparisons of policies as designed (indgen_core/comparisons.py), against published worked
+"""Comparisons of policies as designed (indgen_core/stats/comparisons.py), against published worked
 values and second libraries."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import math
 import pytest
 from scipy import stats as sps
 
-from indgen_core import comparisons as cmp
 from indgen_core.errors import IndGenError
+from indgen_core.stats import comparisons as cmp
 
 
 def test_tango_interval_matches_published_values():

@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from indgen_core import operator as op
+from indgen_core.campaign import operator as op
 from indgen_robot.console import model as m
 from indgen_robot.console.screen import render
 

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import os
 
-import graphs
 import pytest
-import servers
 import yaml
-from scripted_operator import ScriptedOperator
 
+from helpers import graphs, servers
+from helpers.scripted_operator import ScriptedOperator
 from indgen_core import graph
 from indgen_core.store import ResultsStore
 from indgen_core.waiting import wait_until
@@ -25,8 +24,7 @@ def test_two_consoles_on_one_prompt_one_answer_is_accepted(tmp_path, ros_context
     import contextlib
     import subprocess
 
-    from ros_helpers import spinning
-
+    from helpers.ros_helpers import spinning
     from indgen_msgs.srv import PrepareTrial
     from indgen_robot.ros.console_link import ConsoleLink
 

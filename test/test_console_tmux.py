@@ -12,11 +12,10 @@ import subprocess
 import sys
 import time
 
-import graphs
 import pytest
-import servers
 import yaml
 
+from helpers import graphs, servers
 from indgen_core.store import ResultsStore
 from indgen_core.waiting import wait_until
 
@@ -86,8 +85,9 @@ def console_environment(domain: int) -> dict:
 
 def scene_builder(node):
     """The person's hands, between the prompt and "scene ready": the stand-in's build service."""
-    from ros_helpers import spin_until
     from std_srvs.srv import Trigger
+
+    from helpers.ros_helpers import spin_until
 
     build = node.create_client(Trigger, "/indgen/sim/stand_in/build_scene")
 
@@ -315,8 +315,7 @@ def test_a_blind_ab_campaign_never_shows_a_policy_name(tmp_path, ros_context, ro
     import re
     import threading
 
-    import distinct_policies
-
+    from helpers import distinct_policies
     from indgen_core.bags.reader import BagReader
     from indgen_core.wire.client import RemotePolicy
 

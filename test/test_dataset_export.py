@@ -13,12 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import graphs
 import numpy as np
 import pytest
-import servers
 import yaml
 
+from helpers import graphs, servers
 from indgen_core import topics
 from indgen_core.datasets import export, layout, lerobot_env
 from indgen_core.errors import IndGenError

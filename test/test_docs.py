@@ -163,7 +163,7 @@ def test_the_node_reference_lists_every_parameter_and_endpoint_of_every_node():
 
 def test_the_reference_is_generated_without_ros():
     """An analyst's laptop or a docs builder without ROS: the pages still come out whole."""
-    from no_ros import python_without_ros
+    from helpers.no_ros import python_without_ros
 
     script = (
         f"import sys; sys.path.insert(0, {str(DOCS / '_ext')!r}); import indgen_reference as r\n"
@@ -266,10 +266,10 @@ def _unknown_keys(model, data, prefix="") -> list[str]:
 
 
 def _model_of(data: dict):
-    from indgen_core.axis_spec import AxisSpec
+    from indgen_core.axes.spec import AxisSpec
     from indgen_core.campaign.config import CampaignConfig
+    from indgen_core.cell.robot_config import RobotConfig
     from indgen_core.graph import ProfileSpec
-    from indgen_core.robot_config import RobotConfig
 
     keys = set(data)
     if {"axis", "world"} & keys and {"policies", "trials_per_level", "name"} & keys:
@@ -356,7 +356,7 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium is not installed (ensure-system-deps.sh)")
 def test_the_site_loads_in_a_browser_with_its_images_navigation_and_search(served):
-    from browser import open_page
+    from helpers.browser import open_page
 
     _QuietHandler.missing.clear()
     index, links = open_page(f"{served}/index.html", evaluate="document.querySelectorAll('.sidebar-tree a').length")

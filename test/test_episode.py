@@ -4,7 +4,7 @@ fuzzed graph's end request landed during a trial's reset and was scored a policy
 
 from __future__ import annotations
 
-from indgen_core.axes import library
+from indgen_core.axes.progression import library
 from indgen_core.episode import run_episode
 from indgen_core.records import Outcome, TaskSetup
 from indgen_core.specs.blockenv import BlockEnvSpec

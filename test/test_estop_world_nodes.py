@@ -1,16 +1,16 @@
 """The soft e-stop reaches every world node from every kind of publisher: a pedal node's
 transient-local one, a script's volatile one, a best-effort button. The sim bridge read only
 transient-local publishers (a volatile or best-effort e-stop never reached it; the FR3 runner
-took any): both now read the topic through one rule (indgen_core/estop.py). The FR3 runner's
+took any): both now read the topic through one rule (indgen_core/nodes/estop.py). The FR3 runner's
 own timing is test_fr3_runner.py's `volatile_and_best_effort` case."""
 
 from __future__ import annotations
 
 import pytest
-from procs import LoggedProcess, stop
 
+from helpers.procs import LoggedProcess, stop
 from indgen_core import graph, topics
-from indgen_core.estop import EstopTopic
+from indgen_core.nodes.estop import EstopTopic
 from indgen_core.waiting import wait_until
 
 pytestmark = [pytest.mark.ros]
@@ -28,9 +28,10 @@ def test_the_rule_engage_always_release_only_when_newer():
 
 def test_the_sim_bridge_takes_the_estop_from_volatile_best_effort_and_latched_publishers(ros_context):
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-    from ros_helpers import spin_until
     from std_msgs.msg import Bool
     from std_srvs.srv import SetBool
+
+    from helpers.ros_helpers import spin_until
 
     bridge = LoggedProcess([graph.executable_path("sim_bridge"), "--ros-args", "-p", "world:=blockenv"])
     node = rclpy.create_node("estop_sources", context=ros_context)

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from indgen_core.cell.robot_config import load_robot_config, robot_config_path
 from indgen_core.errors import IndGenError
 from indgen_core.graph import load_profile
-from indgen_core.robot_config import load_robot_config, robot_config_path
 from indgen_robot.bringup import (
     CELL_ARGUMENTS,
     FRANKA_LAUNCH_ARGUMENTS,

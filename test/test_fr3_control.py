@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from indgen_core.robot_config import load_robot_config
-from indgen_core.trajectory import Point, Trajectory
+from indgen_core.cell.robot_config import load_robot_config
+from indgen_core.cell.trajectory import Point, Trajectory
 from indgen_robot.control import CommandGate, RefusedCommand, check_command
 
 CONFIG = load_robot_config("fr3_robotiq_zed")
@@ -66,7 +66,7 @@ def _start(q, dq):
 @given(q=state, dq=speed, command=hnp.arrays(np.float64, 7, elements=st.floats(-1, 1)),
        goal=hnp.arrays(np.float64, 7, elements=st.floats(-3, 3)))
 def test_no_segment_reaches_further_than_max_lead_from_the_sampled_arm(q, dq, command, goal):
-    """The bound (indgen_core/arm_bounds.py): a streamed tick, a hold and a reset's tick each
+    """The bound (indgen_core/cell/arm_bounds.py): a streamed tick, a hold and a reset's tick each
     end within max_lead of the pose the arm was sampled at, counting the extrapolation of the
     sample by its velocity (up to max_extrapolation_s). So a blocked joint is pushed by a
     reference at most max_lead ahead, and with no further command the arm goes at most max_lead
@@ -180,8 +180,8 @@ def test_trajectory_follows_points_and_holds_after_the_end():
 
 
 def test_a_robot_configuration_with_bad_values_is_one_sentence(tmp_path):
+    from indgen_core.cell.robot_config import load_robot_config
     from indgen_core.configfile import ConfigError
-    from indgen_core.robot_config import load_robot_config
 
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: bad\narm:\n  lower: [0, 0, 0, 0, 0, 0]\n  upper: [1, 1, 1, 1, 1, 1, 1]\n"

@@ -14,14 +14,13 @@ import sys
 import time
 from collections import Counter
 
-import graphs
 import numpy as np
 import pytest
-import servers
 import yaml
-from ros_helpers import spin_until
-from scripted_operator import ScriptedOperator
 
+from helpers import graphs, servers
+from helpers.ros_helpers import spin_until
+from helpers.scripted_operator import ScriptedOperator
 from indgen_core import paths
 from indgen_core.store import ResultsStore
 
@@ -163,10 +162,10 @@ def test_a_campaign_counts_a_reflex_reruns_a_driver_fault_and_warms_the_policy_u
       runs again once the driver is back; the re-run ends in a reflex, labelled too;
     - before each trial the runner recovers the robot (franka's procedure; torque control once
       acknowledged) and resets it."""
-    from openpi_server import OpenpiStyleServer
     from std_msgs.msg import String
 
-    from indgen_core.analysis import summarize
+    from helpers.openpi_server import OpenpiStyleServer
+    from indgen_core.report.analysis import summarize
     from indgen_core.ros.base import LOCKSTEP
     from indgen_msgs.msg import ControlTick
 

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.ros
 pytest.importorskip("rclpy")
 
 from indgen_core.episode import PolicyUnavailable  # noqa: E402
-from indgen_core.lockstep import AnswerSlot  # noqa: E402
+from indgen_core.nodes.lockstep import AnswerSlot  # noqa: E402
 from indgen_core.ros import fr3  # noqa: E402
 from indgen_core.waiting import wait_until  # noqa: E402
 
@@ -175,7 +175,7 @@ def test_a_uvc_camera_is_asked_for_the_configured_mode_and_a_device_without_it_i
     HD720: 2560 x 720, 15 fps) and reads back what it took; a device that has no such mode
     keeps its own, said in one sentence (the image would otherwise silently be another size)."""
     cv2 = pytest.importorskip("cv2")
-    from indgen_core.robot_config import load_robot_config
+    from indgen_core.cell.robot_config import load_robot_config
     from indgen_robot.ros.camera_node import is_device, set_capture_mode
 
     mode = load_robot_config("fr3_robotiq_zed").uvc

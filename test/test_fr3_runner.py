@@ -20,13 +20,14 @@ import time
 from pathlib import Path
 
 import numpy as np
-import procs
 import pytest
-from procs import LoggedProcess
-from ros_helpers import serve_routes, spin_until, spinning
 
-from indgen_core import graph, messages, topics
-from indgen_core.robot_config import load_robot_config
+from helpers import procs
+from helpers.procs import LoggedProcess
+from helpers.ros_helpers import serve_routes, spin_until, spinning
+from indgen_core import graph, topics
+from indgen_core.cell.robot_config import load_robot_config
+from indgen_core.nodes import messages
 from indgen_core.waiting import wait_until
 
 pytestmark = [pytest.mark.ros, pytest.mark.realtime]
@@ -247,9 +248,7 @@ def _call(client, request, timeout=30.0):
     return reply
 
 
-def test_the_runner_resets_never_applies_a_bad_command_and_serves_a_cancel_mid_episode(robot):
-    from std_srvs.srv import SetBool
-
+def test_the_runner_resets_once_and_never_applies_a_bad_command(robot):
     s = robot
     # the reset reaches DROID's reset pose within tolerance
     assert s.prepare("r").ready
@@ -279,8 +278,11 @@ def test_the_runner_resets_never_applies_a_bad_command_and_serves_a_cancel_mid_e
     silent = s.run("silent", 60, lambda tick: "still" if tick.step < 10 else "silent")
     assert silent.outcome.name == "ABORTED" and "no usable command" in silent.reason
 
-    # a cancel while the episode runs is answered at once (the episode runs on its own thread,
-    # not inside the action's execute callback), and so is a prepare: refused, nothing moves
+
+def test_a_cancel_and_a_prepare_mid_episode_are_answered_at_once(robot):
+    """A cancel while the episode runs is answered at once (the episode runs on its own thread,
+    not inside the action's execute callback), and so is a prepare: refused, nothing moves."""
+    s = robot
     handle = s.start("cancel", 600, lambda tick: 0.1 * DOWN)
     s.ticking("cancel")
     asked = time.monotonic()
@@ -292,6 +294,14 @@ def test_the_runner_resets_never_applies_a_bad_command_and_serves_a_cancel_mid_e
     result, status = s.result(handle, timeout=5)
     assert status == 5 and result.outcome.name == "ABORTED" and "cancelled" in result.reason  # GoalStatus CANCELED
     assert result.steps < 600
+
+
+def test_a_hung_robot_and_the_estop_service_each_abort_the_episode(robot):
+    """The whole stand-in hangs for a second (its joint states stop): aborted. The e-stop
+    service mid-episode: aborted as the operator's, prepares refused until it is released."""
+    from std_srvs.srv import SetBool
+
+    s = robot
 
     def freeze():  # the whole stand-in hangs (SIGSTOP): its joint states stop
         s.ticking("stale")
@@ -506,10 +516,10 @@ def test_frozen_camera_no_command_from_a_stale_frame(tmp_path, ros_context):
     from then on no tick gets a command, until the camera is back: each gets the policy node's
     refusal naming the camera instead, so that the runner holds at once and its abort reason
     says which camera froze."""
-    import servers
     from sensor_msgs.msg import Image
     from std_msgs.msg import Float64MultiArray, String
 
+    from helpers import servers
     from indgen_core.records import TaskSetup
     from indgen_core.ros.base import LATCHED, LOCKSTEP
     from indgen_core.ros.convert import setup_to_msg

@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sim_cell import SimCell
 
+from helpers.sim_cell import SimCell
+from indgen_core.cell.robot_config import load_robot_config
+from indgen_core.cell.trajectory import Trajectory
 from indgen_core.episode import PolicyUnavailable
-from indgen_core.robot_config import load_robot_config
 from indgen_core.specs.droid import GRIPPER_CLOSED_RAD, RAD_PER_S_AT_ONE
-from indgen_core.trajectory import Trajectory
 from indgen_robot.arm_state import ClockCheck, Sample, StateSource
 from indgen_robot.episode_loop import EpisodeLoop, Refusal
 from indgen_robot.motion import NoFreshState

@@ -14,10 +14,10 @@ import time
 
 import numpy as np
 import pytest
-from sim_cell import SimCell
 
-from indgen_core.robot_config import load_robot_config
-from indgen_core.trajectory import Point
+from helpers.sim_cell import SimCell
+from indgen_core.cell.robot_config import load_robot_config
+from indgen_core.cell.trajectory import Point
 from indgen_sim.standin.cell import MAX_TORQUE_RATE, StandInCell
 from indgen_sim.standin.jtc import JointTrajectoryControllerModel, JtcParameters
 
@@ -201,14 +201,14 @@ def test_standin_limits_the_torque_rate_as_franka_hardware_does():
 def test_standin_topics_behave_like_the_real_stack_and_a_camera_frozen(ros_context):
     """The stand-in and its cameras' process, read as the runner and the policy node would."""
     rclpy = pytest.importorskip("rclpy")
-    from procs import LoggedProcess, stop
     from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
-    from ros_helpers import spin_until
     from sensor_msgs.msg import Image, JointState
     from std_msgs.msg import String
     from std_srvs.srv import Trigger
     from trajectory_msgs.msg import JointTrajectory
 
+    from helpers.procs import LoggedProcess, stop
+    from helpers.ros_helpers import spin_until
     from indgen_core import graph, topics
     from indgen_core.ros.base import LATCHED, LOCKSTEP
 
@@ -357,10 +357,10 @@ def test_the_recorder_leaves_out_the_cells_fast_and_unused_streams(tmp_path, ros
     a camera the policy does not read (exterior_2: a ZED wrapper computes a stream only while
     someone subscribes)."""
     rclpy = pytest.importorskip("rclpy")
-    from procs import LoggedProcess, stop
-    from ros_helpers import spin_until
     from std_msgs.msg import String
 
+    from helpers.procs import LoggedProcess, stop
+    from helpers.ros_helpers import spin_until
     from indgen_core import graph, topics
     from indgen_core.ros.base import LATCHED
 

@@ -13,13 +13,11 @@ import collections
 import os
 import random
 
-import fuzz
-import graphs
 import pytest
-import servers
 import yaml
-from ros_helpers import spin_until
 
+from helpers import fuzz, graphs, servers
+from helpers.ros_helpers import spin_until
 from indgen_core.store import ResultsStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.ros]
@@ -71,8 +69,9 @@ def _services(node, names: list[str]) -> list[tuple[str, str]]:
 
 
 def release_estop(node) -> None:
-    from ros_helpers import call_with_retry
     from std_srvs.srv import SetBool
+
+    from helpers.ros_helpers import call_with_retry
 
     client = node.create_client(SetBool, "/indgen/estop")
     assert spin_until(node, client.service_is_ready, 30), "no /indgen/estop service to release the e-stop"

@@ -12,8 +12,9 @@ import types
 import pytest
 import yaml
 
-from indgen_core import graph, launcher
+from indgen_core import graph
 from indgen_core.configfile import ConfigError
+from indgen_core.nodes import launcher
 from indgen_core.waiting import wait_until
 
 
@@ -208,7 +209,8 @@ def test_a_killed_launcher_leaves_no_process_behind(tmp_path):
     script = tmp_path / "launch_two.py"
     script.write_text(textwrap.dedent(f"""
         import sys
-        from indgen_core import graph, launcher
+        from indgen_core import graph
+        from indgen_core.nodes import launcher
         nodes = [graph.NodeSpec(f"sleeper{{i}}", sys.executable, ros=False,
                                 args=("-c", "import os, time; print(os.getpid(), flush=True); time.sleep(120)"))
                  for i in range(2)]
@@ -243,7 +245,8 @@ def test_a_niced_launch_runs_its_nodes_niced(tmp_path):
     script = tmp_path / "launch_niced.py"
     script.write_text(textwrap.dedent(f"""
         import os, sys
-        from indgen_core import graph, launcher
+        from indgen_core import graph
+        from indgen_core.nodes import launcher
         os.nice(7)  # from 7 up to 19 where the suite runs niced already
         print(launcher._niceness(), flush=True)
         # the launcher sets the group once the node has started: the node looks for up to 10 s

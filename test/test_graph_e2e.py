@@ -7,14 +7,13 @@ import subprocess
 import sys
 import time
 
-import graphs
 import pytest
-import servers
 import yaml
 
+from helpers import graphs, servers
 from indgen_core.campaign.config import CampaignConfig
 from indgen_core.campaign.planning import plan_campaign
-from indgen_core.runner import run_campaign_batched
+from indgen_core.campaign.runner import run_campaign_batched
 from indgen_core.store import ResultsStore
 from indgen_core.waiting import wait_until
 
@@ -41,7 +40,7 @@ def test_oracle_campaign_through_the_graph(tmp_path):
         assert all(r.outcome == "success" for r in rows)
         counts = store.counts("oracle-graph")
         assert sorted(k for _, k in counts) == [0, 1, 2, 3, 4]
-        assert all(c["success"] == 10 for c in counts.values())
+        assert all(c.successes == 10 for c in counts.values())
         assert {c["level"] for c in store.certificates(world="blockenv")} == {0, 1, 2, 3, 4}
         # who ran, as its server said (the report's provenance), kept once
         said = [e["message"] for e in store.events("oracle-graph") if e["kind"] == "policy"]

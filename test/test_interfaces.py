@@ -8,8 +8,8 @@ pytestmark = pytest.mark.ros
 
 rclpy = pytest.importorskip("rclpy")
 
-import msg_samples  # noqa: E402
-from ros_helpers import call_with_retry, spin_until, spinning, start_peer, stop_peer  # noqa: E402
+from helpers import msg_samples  # noqa: E402
+from helpers.ros_helpers import call_with_retry, spin_until, spinning, start_peer, stop_peer  # noqa: E402
 
 
 class LosesTheFirstResultAnswer:
@@ -64,7 +64,7 @@ def test_every_interface_has_its_documented_constants_and_fields():
 
 
 def test_every_message_crosses_processes_intact(ros_context):
-    from ros_peer import LATCHED
+    from helpers.ros_peer import LATCHED
 
     classes = msg_samples.interface_classes()
     assert {"TaskSetup", "EpisodeResult", "CampaignStatus", "OperatorPrompt", "ControlTick"} <= set(classes)

@@ -20,11 +20,10 @@ import sys
 import threading
 import time
 
-import graphs
 import pytest
-import servers
 import yaml
 
+from helpers import graphs, servers
 from indgen_core.store import ResultsStore
 from indgen_core.waiting import wait_until
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 import subprocess
 
-import procs
 import pytest
-import twin_setup
-from procs import LoggedProcess
-from ros_helpers import spinning
 
-from indgen_core import graph, messages, topics
+from helpers import procs, twin_setup
+from helpers.procs import LoggedProcess
+from helpers.ros_helpers import spinning
+from indgen_core import graph, topics
+from indgen_core.nodes import messages
 from indgen_core.waiting import wait_until
 
 pytestmark = [pytest.mark.ros]

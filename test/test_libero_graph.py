@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 import pytest
-import servers
 
+from helpers import servers
 from indgen_core.store import ResultsStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.ros]

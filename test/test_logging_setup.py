@@ -60,7 +60,7 @@ def test_importing_the_library_configures_no_logging():
 def test_a_repeated_warning_is_said_once_then_counted():
     """The stand-in's "fell behind" warning was 97 of 181 lines of a launch terminal under a
     one-second throttle: now the first is whole and the rest a count every 30 s."""
-    from indgen_core.repeated import RepeatedWarning
+    from indgen_core.nodes.repeated import RepeatedWarning
 
     lines, now = [], [0.0]
     warning = RepeatedWarning(lines.append, every_s=30.0, clock=lambda: now[0])

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 
 from indgen_core.errors import IndGenError
-from indgen_core.node_declarations import (
+from indgen_core.nodes.declarations import (
     calls_action,
     param,
     parameter_docs,

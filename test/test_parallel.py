@@ -4,11 +4,10 @@ that dies mid-trial costs a retry, not a result."""
 
 from __future__ import annotations
 
-import toy_setup
-
-from indgen_core.cluster import connect, run_campaign_cluster
-from indgen_core.inprocess import InProcessExecutor
-from indgen_core.runner import run_campaign
+from helpers import toy_setup
+from indgen_core.campaign.cluster import connect, run_campaign_cluster
+from indgen_core.campaign.inprocess import InProcessExecutor
+from indgen_core.campaign.runner import run_campaign
 from indgen_core.store import ResultsStore
 
 
@@ -18,7 +17,7 @@ def _outcomes(store, cid):
 
 def test_parallel_workers_match_a_sequential_run_and_survive_a_crash(tmp_path, monkeypatch):
     toy_setup.toy_env(monkeypatch, tmp_path)
-    import toy_world
+    from helpers import toy_world
 
     marker = tmp_path / "crashed"
     with ResultsStore(tmp_path / "r.sqlite") as store:

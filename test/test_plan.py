@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import collections
 
-from indgen_core import plan
+from indgen_core.campaign import plan
 
 
 def test_seeds_are_reproducible_distinct_and_shared_by_policies():

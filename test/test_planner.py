@@ -10,9 +10,9 @@ import sys
 
 import numpy as np
 import pytest
-import toy_setup
 
-from indgen_core import planner, sequential
+from helpers import toy_setup
+from indgen_core.stats import sample_sizes, sequential
 
 
 def _tail_at_least(c: int, n: int, p: float) -> float:
@@ -22,14 +22,15 @@ def _tail_at_least(c: int, n: int, p: float) -> float:
 def test_exact_design_sizes_by_hand():
     # a perfect policy: n successes in n trials shows "above 0.2" once 0.2^n <= 0.025,
     # 0.2^2 = 0.04 > 0.025 >= 0.2^3 = 0.008
-    assert planner.fixed_trials(1.0, 0.2) == 3
+    assert sample_sizes.fixed_trials(1.0, 0.2) == 3
     # a policy that never succeeds: 0.8^16 = 0.028 > 0.025 >= 0.8^17 = 0.0225
-    assert planner.fixed_trials(0.0, 0.2) == 17
+    assert sample_sizes.fixed_trials(0.0, 0.2) == 17
     # n = 19 at a true rate of 0.5: the critical count by summing binomial terms by hand
     c = next(c for c in range(20) if _tail_at_least(c, 19, 0.2) <= 0.025)
-    assert float(planner.exact_power(19, 0.5, 0.2, 0.025)) == pytest.approx(_tail_at_least(c, 19, 0.5), abs=1e-12)
-    n = planner.fixed_trials(0.5, 0.2)
-    assert planner.exact_power(n, 0.5, 0.2, 0.025) >= 0.8 > max(planner.exact_power(np.arange(1, n), 0.5, 0.2, 0.025))
+    assert float(sample_sizes.exact_power(19, 0.5, 0.2, 0.025)) == pytest.approx(_tail_at_least(c, 19, 0.5), abs=1e-12)
+    n = sample_sizes.fixed_trials(0.5, 0.2)
+    fewer = sample_sizes.exact_power(np.arange(1, n), 0.5, 0.2, 0.025)
+    assert sample_sizes.exact_power(n, 0.5, 0.2, 0.025) >= 0.8 > max(fewer)
 
 
 def test_sequential_simulation_matches_the_rule_trial_by_trial():
@@ -45,26 +46,26 @@ def test_sequential_simulation_matches_the_rule_trial_by_trial():
                 expect = (v, i)
                 break
         assert (verdict, int(n)) == expect
-    run = planner.sequential_run(0.5, 0.2, cap=200)
+    run = sample_sizes.sequential_run(0.5, 0.2, cap=200)
     assert run.wrong <= 0.025 and run.undecided < 1e-6
     # the exact computation against the rule run on 20,000 seeded sequences (3 standard errors)
     for rate, cap in ((0.35, 100), (0.1, 60), (0.9, 30)):
-        exact = planner.sequential_run(rate, 0.2, cap)
+        exact = sample_sizes.sequential_run(rate, 0.2, cap)
         verdicts, used = sequential.first_decisions(np.random.default_rng(5).random((20_000, cap)) < rate, 0.2)
         undecided = verdicts.count(sequential.UNDECIDED) / 20_000
         spread = math.sqrt(exact.undecided * (1 - exact.undecided) / 20_000)
         assert abs(undecided - exact.undecided) <= 3 * spread + 1e-9
         assert abs(used.mean() - exact.mean) <= 3 * used.std() / math.sqrt(20_000)
     # stopping as soon as the evidence is there: far fewer than the fixed design sized at 0.2 + 0.15
-    assert run.mean < 0.7 * planner.fixed_trials(0.35, 0.2)
+    assert run.mean < 0.7 * sample_sizes.fixed_trials(0.35, 0.2)
 
 
 def test_plan_levels_uses_the_expectation_or_the_planning_margin():
-    plan = planner.plan_levels([0, 1, 2], 0.2, 30, adaptive=True, expect={0: 0.95}, policies=2, trial_s=90)
+    plan = sample_sizes.plan_levels([0, 1, 2], 0.2, 30, adaptive=True, expect={0: 0.95}, policies=2, trial_s=90)
     by_k = {lv.level: lv for lv in plan.levels}
     assert by_k[0].rates == (0.95,) and by_k[0].cap == 30
     assert by_k[1].rates == pytest.approx((0.35, 0.05))
-    assert by_k[1].fixed == max(planner.fixed_trials(0.35, 0.2), planner.fixed_trials(0.05, 0.2))
+    assert by_k[1].fixed == max(sample_sizes.fixed_trials(0.35, 0.2), sample_sizes.fixed_trials(0.05, 0.2))
     assert plan.robot_hours([10, 10, 10]) == pytest.approx(30 * 2 * 90 / 3600)
 
 
@@ -103,7 +104,7 @@ def test_plan_prints_sizes_and_size_only_writes_nothing(monkeypatch, tmp_path):
 
 def test_the_break_search_is_planned_on_the_expected_curve(monkeypatch, tmp_path):
     """Simulated as it runs (break_search.decide), beside the sweep on the same curve."""
-    found = planner.simulate_search([0, 1, 2], [0.7, 0.3, 0.0], 0.2, cap=400, runs=200, seed=1)
+    found = sample_sizes.simulate_search([0, 1, 2], [0.7, 0.3, 0.0], 0.2, cap=400, runs=200, seed=1)
     assert found.narrowed == 1.0 and found.missed <= 0.05
     assert found.mean < 0.5 * found.sweep_mean and found.interleaved_mean >= found.sweep_mean * 0.9
     env = dict(os.environ, **toy_setup.toy_env(monkeypatch, tmp_path))

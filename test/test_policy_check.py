@@ -10,10 +10,10 @@ import time
 
 import numpy as np
 import pytest
-import servers
-from openpi_server import OpenpiStyleServer
 
-from indgen_core import policy_check
+from helpers import servers
+from helpers.openpi_server import OpenpiStyleServer
+from indgen_core.specs import policy_check
 
 WORLDS = [
     ("blockenv", {}),

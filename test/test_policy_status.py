@@ -11,13 +11,13 @@ import os
 import time
 
 import pytest
-import servers
-from procs import LoggedProcess, stop
-from ros_helpers import serve_routes, spinning
 
+from helpers import servers
+from helpers.procs import LoggedProcess, stop
+from helpers.ros_helpers import serve_routes, spinning
 from indgen_core import graph, topics
+from indgen_core.nodes.world_watch import WorldWatch
 from indgen_core.waiting import wait_until
-from indgen_core.world_watch import WorldWatch
 
 PolicyStatus = pytest.importorskip("indgen_msgs.msg").PolicyStatus
 

@@ -11,14 +11,13 @@ import sys
 
 import numpy as np
 import pytest
-import toy_setup
-import toy_world
 from scipy import stats as sps
 
-from indgen_core import ppi
+from helpers import toy_setup, toy_world
+from indgen_core.campaign.inprocess import InProcessExecutor
+from indgen_core.campaign.runner import run_campaign
 from indgen_core.errors import IndGenError
-from indgen_core.inprocess import InProcessExecutor
-from indgen_core.runner import run_campaign
+from indgen_core.stats import ppi
 from indgen_core.store import ResultsStore
 
 

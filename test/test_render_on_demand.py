@@ -3,12 +3,11 @@ the same pixels as rendering every camera on every tick, from a fraction of the 
 
 from __future__ import annotations
 
-import graphs
 import numpy as np
 import pytest
-import servers
 import yaml
 
+from helpers import graphs, servers
 from indgen_core.episode import run_episode
 from indgen_core.records import TaskSetup
 from indgen_core.specs.droid import EXTERIOR, WRIST, DroidSpec
@@ -20,7 +19,7 @@ CAMERAS = [EXTERIOR, WRIST]
 
 
 def _setup(max_steps: int = 24) -> TaskSetup:
-    from indgen_core.axes import library
+    from indgen_core.axes.progression import library
 
     level = library().get("stack").level(0)
     return TaskSetup("rod", "rod-0", "droid_twin", "stack", 0, True, level.parameters, 0, 11, "droid_pi05_standin",
@@ -85,8 +84,8 @@ def test_through_the_graph_the_policy_gets_the_same_images_whether_rendered_ever
     by this test from before the graph starts), with the world rendering every tick, then on
     request."""
     import rclpy
-    from ros_helpers import spinning
 
+    from helpers.ros_helpers import spinning
     from indgen_core import topics
     from indgen_core.ros.base import RELIABLE
     from indgen_core.store import ResultsStore

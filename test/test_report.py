@@ -8,13 +8,12 @@ import sys
 
 import numpy as np
 import pytest
-import toy_setup
-import toy_world
 from PIL import Image
 
-from indgen_core import plots
-from indgen_core.inprocess import InProcessExecutor
-from indgen_core.runner import run_campaign
+from helpers import toy_setup, toy_world
+from indgen_core.campaign.inprocess import InProcessExecutor
+from indgen_core.campaign.runner import run_campaign
+from indgen_core.report import plots
 from indgen_core.store import ResultsStore
 
 
@@ -75,7 +74,7 @@ def test_report_command_writes_html_png_markdown_and_json(two_policy_campaign, t
 
 
 def test_skilled_policy_beats_clumsy_in_the_summary(two_policy_campaign):
-    from indgen_core.analysis import summarize
+    from indgen_core.report.analysis import summarize
 
     db, cid = two_policy_campaign
     with ResultsStore(db) as store:

@@ -112,7 +112,7 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium is not installed (ensure-system-deps.sh)")
 def test_the_index_in_a_browser_filters_sorts_overlays_and_every_link_resolves(served):
-    from browser import open_page
+    from helpers.browser import open_page
 
     script = """(async () => {
       const rows = () => Array.from(document.querySelectorAll('#campaigns tbody tr'))

@@ -10,13 +10,12 @@ import subprocess
 import sys
 
 import pytest
-import toy_setup
-import toy_world
 
+from helpers import toy_setup, toy_world
 from indgen_core.campaign.config import CampaignConfig
+from indgen_core.campaign.inprocess import InProcessExecutor
 from indgen_core.campaign.planning import plan_campaign
-from indgen_core.inprocess import InProcessExecutor
-from indgen_core.runner import INTERRUPTED, run_campaign
+from indgen_core.campaign.runner import INTERRUPTED, run_campaign
 from indgen_core.store import ResultsStore
 from indgen_core.waiting import wait_until
 

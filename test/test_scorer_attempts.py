@@ -8,12 +8,13 @@ each attempt's signature, so a scorer restarted between two republishes refuses 
 from __future__ import annotations
 
 import pytest
-from procs import LoggedProcess, stop
-from ros_helpers import spin_until
 
-from indgen_core import graph, messages, records
+from helpers.procs import LoggedProcess, stop
+from helpers.ros_helpers import spin_until
+from indgen_core import graph, records
 from indgen_core.campaign.config import CampaignConfig
 from indgen_core.campaign.planning import plan_campaign
+from indgen_core.nodes import messages
 from indgen_core.store import ResultsStore
 
 pytestmark = [pytest.mark.ros]

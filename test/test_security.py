@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from procs import LoggedProcess
-from ros_helpers import call_with_retry, spin_until
 
+from helpers.procs import LoggedProcess
+from helpers.ros_helpers import call_with_retry, spin_until
 from indgen_core import graph, paths, records
 from indgen_core.campaign.config import CampaignConfig
 from indgen_core.campaign.planning import plan_campaign
@@ -46,7 +46,7 @@ def _blockenv_campaign(store, cid="sec", trials=1, levels=(0,)):
 
 @pytest.mark.ros
 def test_the_scorer_commits_only_results_and_dones_signed_with_the_campaign_key(tmp_path, ros_context):
-    from indgen_core import messages
+    from indgen_core.nodes import messages
     from indgen_core.ros import convert
     from indgen_core.ros.base import LATCHED, RELIABLE
     from indgen_msgs.msg import CampaignStatus, EpisodeResult

@@ -1,4 +1,4 @@
-"""The anytime-valid evidence (indgen_core/sequential.py): the mixture against a numerical
+"""The anytime-valid evidence (indgen_core/stats/sequential.py): the mixture against a numerical
 integral of its definition, the confidence sequence as the inversion of its tests, the rule
 that stops at the first claim, and (a small Monte Carlo here; bench/stats_coverage.py runs the
 big one) errors within alpha/2 each way however often it is looked at."""
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from indgen_core import sequential as sq
+from indgen_core.stats import sequential as sq
 
 
 @pytest.mark.parametrize(("s", "n", "p0"), [(3, 10, 0.2), (9, 10, 0.5), (0, 25, 0.2), (40, 100, 0.3), (1, 1, 0.7)])

@@ -9,7 +9,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from ros_helpers import spin_until
+
+from helpers.ros_helpers import spin_until
 
 pytestmark = pytest.mark.ros
 rclpy = pytest.importorskip("rclpy")

@@ -9,14 +9,13 @@ import subprocess
 import sys
 
 import pytest
-import toy_setup
-import toy_world
 
-from indgen_core import protocol
+from helpers import toy_setup, toy_world
+from indgen_core.axes import conditions
 from indgen_core.campaign.config import CampaignConfig
+from indgen_core.campaign.operator_flow import attempt_note
 from indgen_core.campaign.planning import plan_campaign, setup_for
 from indgen_core.errors import IndGenError
-from indgen_core.operator_flow import attempt_note
 from indgen_core.records import Outcome, TrialResult
 from indgen_core.store import DuplicateResult, RepeatedAttempt, ResultsStore, StoreError
 
@@ -70,7 +69,7 @@ def test_commit_is_final_once_and_aborts_rerun(toy):
         assert rows[first.trial_id].outcome == "success"
         assert rows[first.trial_id].aborted_attempts == 1
         counts = store.counts(record.id)[(first.policy, first.level)]
-        assert counts["success"] == 1 and counts["aborted"] == 1 and counts["failure"] == 0
+        assert counts.successes == 1 and counts.aborted == 1 and counts.of(Outcome.FAILURE) == 0
         with pytest.raises(StoreError, match="has no trial 'nope'"):
             store.commit_result(record.id, TrialResult("nope", Outcome.SUCCESS))
 
@@ -133,7 +132,7 @@ def test_export_csv_and_json(toy):
 
 def test_uncertified_levels_are_refused_then_certified_by_the_oracle(toy):
     with ResultsStore(toy / "r.sqlite") as store:
-        with pytest.raises(protocol.ProtocolViolation, match=r"levels \[0, 1, 2, 3\] .* no feasibility certificate"):
+        with pytest.raises(conditions.ProtocolViolation, match=r"levels \[0, 1, 2, 3\] .* no feasibility certificate"):
             toy_setup.plan_toy(store, toy, certify_first=False)
         record = toy_setup.plan_toy(store, toy, certify_first=True)
         assert not record.override_uncertified
@@ -166,7 +165,7 @@ def test_planning_rejects_wrong_world_and_levels(toy):
         with pytest.raises(IndGenError, match=r"levels \[9\] are outside"):
             plan_campaign(store, CampaignConfig(name="c", axis="toy_depth", world="toy", policies=["a"],
                                                 trials_per_level=1, levels=[0, 9]), axes=lib)
-        with pytest.raises(protocol.ProtocolViolation, match=r"nesting check.*skip"):
+        with pytest.raises(conditions.ProtocolViolation, match=r"nesting check.*skip"):
             plan_campaign(store, CampaignConfig(name="c", axis="toy_depth", world="toy", policies=["a"],
                                                 trials_per_level=1, levels=[0, 2]), axes=lib)
 
@@ -235,13 +234,13 @@ def test_operator_labels_relabels_redos_and_skips_are_kept_as_history(toy):
         level = rows[trials[0]].level
         c = counts[(rows[trials[0]].policy, level)]
         assert (c["labelled"], c["relabelled"], c["redone"]) == (1, 1, 1)
-        assert store.counts(cid)[(rows[trials[0]].policy, level)]["aborted"] == 0  # a redo is not an abort
+        assert store.counts(cid)[(rows[trials[0]].policy, level)].aborted == 0  # a redo is not an abort
 
 
 def test_the_sequential_rule_counts_only_the_completed_prefix_of_the_planned_order(toy):
     """On workers a success ends early and a failure runs to the step limit, so what finished
     first depends on the outcome; the rule must see trial i only once trials 0..i-1 are in."""
-    from indgen_core.runner import completed_counts
+    from indgen_core.campaign.runner import completed_counts
 
     with ResultsStore(toy / "r.sqlite") as store:
         record = toy_setup.plan_toy(store, toy, trials_per_level=6, levels=[0])
@@ -261,7 +260,7 @@ def test_a_campaign_comes_back_typed_and_an_older_stores_extra_key_is_left_out(t
     and its axis snapshot typed; the stored JSON keeps the layout stores have always had (a
     blind campaign's letters beside the schema's fields), and a key an older IndGen wrote that
     the schema no longer has is left out, not an error."""
-    from indgen_core.axes import Level
+    from indgen_core.axes.progression import Level
     from indgen_core.campaign.snapshot import AxisSnapshot
 
     with ResultsStore(toy / "r.sqlite") as store:
@@ -285,8 +284,8 @@ def test_an_attempt_a_killed_run_left_unfinished_is_recorded_as_interrupted_by_t
     """A run killed during a trial's attempt leaves its start and no attempt; the next run
     records that attempt (aborted, interrupted) before it goes on, so the store holds every
     attempt."""
-    from indgen_core.inprocess import InProcessExecutor
-    from indgen_core.runner import INTERRUPTED, run_campaign
+    from indgen_core.campaign.inprocess import InProcessExecutor
+    from indgen_core.campaign.runner import INTERRUPTED, run_campaign
 
     with ResultsStore(toy / "r.sqlite") as store:
         record = toy_setup.plan_toy(store, toy)

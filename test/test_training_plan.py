@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from indgen_core.axes import library
+from indgen_core.axes.progression import library
 from indgen_core.errors import IndGenError
 from indgen_sim.twin.training_plan import SEED_STRIDE, TAU0, TrainingPlan
 

@@ -8,11 +8,11 @@ import logging
 
 import numpy as np
 import pytest
-from shared_assets import needs_menagerie
-from twin_setup import setup
 
+from helpers.shared_assets import needs_menagerie
+from helpers.twin_setup import setup
+from indgen_core.axes.units import to_si
 from indgen_core.records import Outcome
-from indgen_core.units import to_si
 from indgen_core.world import InvalidSetup
 from indgen_sim.twin import assets, scene
 from indgen_sim.twin.world import DroidTwinWorld

@@ -8,9 +8,9 @@ import subprocess
 import sys
 
 import pytest
-import servers
 import yaml
 
+from helpers import servers
 from indgen_core.campaign.planning import setup_for
 from indgen_core.episode import run_episode
 from indgen_core.records import Outcome
@@ -80,7 +80,7 @@ def test_the_camera_policy_sees_only_pi05s_request_through_the_graph_and_matches
     224 x 224 RGB images, and each trial ends as the same trial run in-process."""
     import json
 
-    from indgen_core.inprocess import InProcessExecutor
+    from indgen_core.campaign.inprocess import InProcessExecutor
     from indgen_sim.twin.vision import TwinVisionPolicy
     from indgen_sim.twin.vision.policy import CHUNK
 

@@ -12,9 +12,9 @@ import sys
 import numpy as np
 import pytest
 
+from indgen_core.campaign.inprocess import InProcessExecutor
 from indgen_core.errors import IndGenError
-from indgen_core.inprocess import InProcessExecutor
-from indgen_core.world_watch import WorldWatch
+from indgen_core.nodes.world_watch import WorldWatch
 from indgen_sim.twin import tasks
 from indgen_sim.twin.vision import TwinVisionPolicy
 from indgen_sim.twin.vision.data import FRAME_KEYS, views

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from openpi_client import msgpack_numpy
 from openpi_client.websocket_client_policy import WebsocketClientPolicy
-from servers import free_port
 from websockets.exceptions import ConnectionClosed
 
+from helpers.servers import free_port
 from indgen_core.episode import PolicyUnavailable
 from indgen_core.policy import Policy
 from indgen_core.wire.client import RemotePolicy

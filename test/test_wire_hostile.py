@@ -13,13 +13,13 @@ import time
 import msgpack
 import numpy as np
 import pytest
-import servers
 from openpi_client import msgpack_numpy
 from openpi_client.websocket_client_policy import WebsocketClientPolicy
-from openpi_server import OpenpiStyleServer
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
+from helpers import servers
+from helpers.openpi_server import OpenpiStyleServer
 from indgen_core.episode import PolicyUnavailable
 from indgen_core.waiting import wait_until
 from indgen_core.wire import codec

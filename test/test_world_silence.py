@@ -14,10 +14,10 @@ import subprocess
 import threading
 import time
 
-import procs
 import pytest
-from procs import LoggedProcess
 
+from helpers import procs
+from helpers.procs import LoggedProcess
 from indgen_core import graph, topics
 from indgen_core.store import ResultsStore
 

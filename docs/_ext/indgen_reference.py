@@ -5,7 +5,7 @@ build, so that they cannot drift from it and are never written twice.
 - config.md: every key of the campaign, axis, robot and graph-profile files, from the pydantic
   models (type, default, and the field's description or its `#:` comment);
 - nodes.md: each ROS node's parameters (its `Parameters` dataclass) and its topics, services
-  and actions (its endpoints), from its package's node_interfaces.py;
+  and actions (its endpoints), from its package's node_interfaces.py (the core's: nodes/interfaces.py);
 - graph-profiles.md: the profile language (graph.py's docstring) and every shipped profile's
   arguments;
 - interfaces.md: the .msg/.srv/.action files of indgen_msgs;
@@ -147,8 +147,8 @@ def option_rows(parser: argparse.ArgumentParser) -> list[list[str]]:
 # -- configuration files ------------------------------------------------------------------------
 CONFIG_FILES = [
     ("Campaign file", "config/campaigns/*.yaml", "indgen_core.campaign.config", "CampaignConfig"),
-    ("Axis file", "config/axes/*.yaml", "indgen_core.axis_spec", "AxisSpec"),
-    ("Robot configuration", "config/robots/*.yaml", "indgen_core.robot_config", "RobotConfig"),
+    ("Axis file", "config/axes/*.yaml", "indgen_core.axes.spec", "AxisSpec"),
+    ("Robot configuration", "config/robots/*.yaml", "indgen_core.cell.robot_config", "RobotConfig"),
     ("Graph profile", "config/graphs/*.yaml", "indgen_core.graph", "ProfileSpec"),
 ]
 
@@ -249,10 +249,15 @@ def first_paragraph(doc: str | None) -> str:
     return prose(" ".join((doc or "").strip().split("\n\n")[0].split()))
 
 
+#: where a package declares its nodes (the core keeps its node-level modules in indgen_core/nodes/)
+INTERFACES = {"indgen_core": "indgen_core.nodes.interfaces"}
+
+
 def node_declarations(executable: str, module_name: str) -> tuple[type, tuple]:
     """A node's `Parameters` dataclass and its endpoints, from its package's node_interfaces
     (plain code: no ROS needed to document a node)."""
-    interfaces = importlib.import_module(module_name.split(".", maxsplit=1)[0] + ".node_interfaces")
+    package = module_name.split(".", maxsplit=1)[0]
+    interfaces = importlib.import_module(INTERFACES.get(package, package + ".node_interfaces"))
     camel = "".join(word.capitalize() for word in executable.split("_"))
     return getattr(interfaces, f"{camel}Parameters"), getattr(interfaces, f"{executable.upper()}_ENDPOINTS")
 
@@ -264,13 +269,14 @@ def module_docstring(module_name: str) -> str:
 
 
 def nodes_page() -> str:
-    from indgen_core.node_declarations import parameter_docs
+    from indgen_core.nodes.declarations import parameter_docs
 
     out = ["# Nodes: parameters, topics, services and actions\n\n", GENERATED]
     out.append(
         "Each node's parameters come from its `Parameters` dataclass (set them with `-p name:=value`, in a "
         "graph profile's `parameters:`, or as `indgen launch` arguments where the profile passes them on); its "
-        "endpoints from its `ENDPOINTS` declaration, both in its package's `node_interfaces.py`. Names in angle "
+        "endpoints from its `ENDPOINTS` declaration, both in its package's `node_interfaces.py` "
+        "(the core's: `nodes/interfaces.py`). Names in angle "
         "brackets are filled in by a parameter or the robot configuration (see [configuration files](config.md)).\n\n"
     )
     for executable, module_name in node_modules():

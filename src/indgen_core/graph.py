@@ -278,7 +278,7 @@ def _refuse_a_local_server_for_a_blind_campaign(values: dict[str, Any], nodes: l
     its file; one resumed by `campaign_id` alone is not checked."""
     if not any(n.args[:1] == ("serve-policy",) for n in nodes):
         return
-    from indgen_core.campaign_source import names_a_blind_campaign
+    from indgen_core.campaign.source import names_a_blind_campaign
 
     if names_a_blind_campaign(str(values.get("campaign", ""))):
         raise IndGenError(

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from indgen_core.axes import ParameterValue
+from indgen_core.axes.progression import ParameterValue
 
 
 class Outcome(enum.IntEnum):
@@ -59,11 +59,6 @@ class Source(enum.IntEnum):
 
 #: the outcomes a success rate counts, as the store spells them ("success", "failure", "timeout")
 SCORED_NAMES: tuple[str, ...] = tuple(o.name.lower() for o in Outcome if o.scored)
-
-
-def scored_count(counts: dict[str, int]) -> int:
-    """The scored trials of a per-level count (store.counts' entries)."""
-    return sum(counts.get(name, 0) for name in SCORED_NAMES)
 
 
 @dataclass(frozen=True)

@@ -45,8 +45,8 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from indgen_core.cell.robot_config import RobotConfig
 from indgen_core.errors import IndGenError
-from indgen_core.robot_config import RobotConfig
 
 #: the cell's own launch arguments (beside IndGen's graph's): name -> (default, description)
 CELL_ARGUMENTS = {

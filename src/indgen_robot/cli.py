@@ -40,8 +40,9 @@ def register_estop(sub: argparse._SubParsersAction) -> None:
         description="Engage the soft e-stop: the FR3 runner holds at once, aborts the trial and refuses new ones "
         "until it is released. It publishes on the topic as a pedal node must (reliable, transient local, once the "
         "runner's reader matched, until acknowledged) and asks the runner's /indgen/estop service at once, "
-        "printing the service's answer, or the topic's acknowledgement where no service answered in time. The hardware e-stop within reach is what keeps people "
-        "safe; this is the software's. Exit 0 when the runner took it, 1 when nobody did.",
+        "printing the service's answer, or the topic's acknowledgement where no service answered in time. "
+        "The hardware e-stop within reach is what keeps people safe; this is the software's. "
+        "Exit 0 when the runner took it, 1 when nobody did.",
     )
     p.add_argument("--release", action="store_true", help="release it instead (the aborted trial runs again)")
     p.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the runner (default 5)")
@@ -83,8 +84,8 @@ def register_bringup(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_bringup(args: argparse.Namespace) -> int:
+    from indgen_core.cell.robot_config import load_robot_config, robot_config_path
     from indgen_core.errors import IndGenError
-    from indgen_core.robot_config import load_robot_config, robot_config_path
     from indgen_robot.bringup import (
         CELL_ARGUMENTS,
         CallService,

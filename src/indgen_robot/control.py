@@ -16,7 +16,7 @@ then stays within it: its peak acceleration is 4 |dv| / H), and slowed wherever 
 would come closer to a position limit than the margin. The next tick's segment replaces this
 one after one tick, so the arm moves at v_cmd: 0.2 v rad per tick, as DROID asks.
 
-The bound (indgen_core/arm_bounds.py): no segment reaches further than `arm.max_lead` from
+The bound (indgen_core/cell/arm_bounds.py): no segment reaches further than `arm.max_lead` from
 the pose it was planned from. The speed caps make a streamed segment's look-ahead, the
 sample's extrapolation and its tail fit; a hold stops within it; a reset is streamed towards
 its pose like a policy's motion (reset.py), and only its last stretch, within max_lead of the
@@ -34,9 +34,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from indgen_core.robot_config import MIN_STOP_S, RobotConfig
+from indgen_core.cell.robot_config import MIN_STOP_S, RobotConfig
+from indgen_core.cell.trajectory import Point
 from indgen_core.specs.droid import DELTA_PER_TICK
-from indgen_core.trajectory import Point
 
 #: a hold (e-stop, lost policy, end of episode) stops over at least this long where the reach
 #: allows. A hold comes at any moment, often when the machine is busiest, and the controller

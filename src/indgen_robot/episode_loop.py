@@ -26,8 +26,8 @@ from typing import Protocol
 
 import numpy as np
 
+from indgen_core.cell.robot_config import RobotConfig
 from indgen_core.episode import PolicyUnavailable
-from indgen_core.robot_config import RobotConfig
 from indgen_core.specs.droid import GRIPPER_CLOSED_RAD, RAD_PER_S_AT_ONE
 from indgen_robot.control import RefusedCommand, check_command
 from indgen_robot.episode_timing import TickTimer

@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from indgen_core.trajectory import Point, Trajectory
+from indgen_core.cell.trajectory import Point, Trajectory
 from indgen_robot.arm_state import Sample, StateSource
 from indgen_robot.control import CommandGate
 

@@ -37,7 +37,7 @@ from typing import Protocol
 
 import numpy as np
 
-from indgen_core.robot_config import RobotConfig
+from indgen_core.cell.robot_config import RobotConfig
 from indgen_robot.arm_state import Sample, StateSource
 from indgen_robot.motion import ArmMotion, NoFreshState
 from indgen_robot.safety import STATE_BACK_S, Recovery

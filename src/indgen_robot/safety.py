@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from indgen_core.trajectory import Trajectory
+from indgen_core.cell.trajectory import Trajectory
 from indgen_core.waiting import wait_until
 from indgen_robot.arm_state import Sample, StateSource
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from indgen_core import topics
-from indgen_core.node_declarations import param, publishes, serves, subscribes
-from indgen_core.node_interfaces import world_node_endpoints
+from indgen_core.nodes.declarations import param, publishes, serves, subscribes
+from indgen_core.nodes.interfaces import world_node_endpoints
 
 #: the FR3 stand-in's own topics and services (simulation only)
 STAND_IN = topics.STAND_IN

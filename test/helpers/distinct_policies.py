@@ -2,8 +2,8 @@
 names, each announcing its name, team and checkpoint in its server metadata (openpi's
 serve_policy.py sends the policy's metadata on connect). The blind tests look for every word
 of it where a person at the cell could read it. Served with
-INDGEN_POLICIES=zebra_policy=distinct_policies:ZebraPolicy,yak_policy=distinct_policies:YakPolicy
-and this folder on PYTHONPATH."""
+INDGEN_POLICIES=zebra_policy=helpers.distinct_policies:ZebraPolicy,yak_policy=helpers.distinct_policies:YakPolicy
+and the test folder on PYTHONPATH."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from typing import Any
 
 from indgen_sim.twin.oracle import TwinOracle
 
-HERE = str(Path(__file__).parent)
-POLICIES = "zebra_policy=distinct_policies:ZebraPolicy,yak_policy=distinct_policies:YakPolicy"
+TEST_DIR = str(Path(__file__).parents[1])  # where the `helpers` package is importable from
+POLICIES = "zebra_policy=helpers.distinct_policies:ZebraPolicy,yak_policy=helpers.distinct_policies:YakPolicy"
 
 
 class ZebraPolicy(TwinOracle):
@@ -30,5 +30,5 @@ class YakPolicy(TwinOracle):
 
 def environment() -> dict[str, str]:
     """The environment a server process needs to serve them by name."""
-    pythonpath = os.pathsep.join(p for p in (HERE, os.environ.get("PYTHONPATH", "")) if p)
+    pythonpath = os.pathsep.join(p for p in (TEST_DIR, os.environ.get("PYTHONPATH", "")) if p)
     return dict(os.environ, INDGEN_POLICIES=POLICIES, PYTHONPATH=pythonpath)

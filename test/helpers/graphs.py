@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 import pytest
-from procs import LoggedProcess
 
+from helpers.procs import LoggedProcess
 from indgen_core.waiting import wait_until
 
 
@@ -16,7 +16,7 @@ def launch(profile: str, *assignments: str, env=None, pipe: bool = False) -> sub
     """`indgen launch`, stopped (and with it its graph) if this test process dies first. Its
     output goes to a file (`proc.output()`), or with `pipe` to `proc.stdout` for a caller that
     reads every line as it comes."""
-    from indgen_core.launcher import _die_with_parent
+    from indgen_core.nodes.launcher import _die_with_parent
 
     if pipe:
         return subprocess.Popen([sys.executable, "-m", "indgen_core.cli", "launch", profile, *assignments],

@@ -4,7 +4,7 @@ runner's reader has matched, and it stays until the sample is acknowledged (a vo
 published before the match is lost). Prints the monotonic time of the publish, then 'acked'
 or 'lost'.
 
-    python pedal.py [true|false]
+    python test/helpers/pedal.py [true|false]
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 import threading
@@ -63,8 +64,10 @@ def spinning(node, period: float = 0.02):
 
 def start_peer(role: str) -> subprocess.Popen:
     """Start test/helpers/ros_peer.py ROLE as a separate process on this test's domain."""
+    test_dir = str(HELPERS.parent)  # where the `helpers` package is importable from
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (test_dir, os.environ.get("PYTHONPATH", "")) if p))
     proc = subprocess.Popen(
-        [sys.executable, str(HELPERS / "ros_peer.py"), role],
+        [sys.executable, "-m", "helpers.ros_peer", role], env=env,
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     return proc

@@ -1,7 +1,7 @@
 """A second process for the cross-process interface tests.
 
-    python ros_peer.py publish   publish one fully populated sample of every indgen_msgs message
-    python ros_peer.py serve     serve /itest/operator_ack and the /itest/run_episode action
+    python -m helpers.ros_peer publish   publish one fully populated sample of every indgen_msgs message
+    python -m helpers.ros_peer serve     serve /itest/operator_ack and the /itest/run_episode action
 
 It runs until its stdin closes, so the test that started it controls its lifetime.
 """
@@ -12,11 +12,12 @@ import sys
 import threading
 import time
 
-import msg_samples
 import rclpy
 from rclpy.action import ActionServer
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+from helpers import msg_samples
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 

@@ -7,8 +7,7 @@ import subprocess
 import sys
 import urllib.request
 
-from procs import LoggedProcess
-
+from helpers.procs import LoggedProcess
 from indgen_core.waiting import wait_until
 
 

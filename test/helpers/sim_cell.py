@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from indgen_core import topics
-from indgen_core.robot_config import load_robot_config
-from indgen_core.trajectory import Trajectory
+from indgen_core.cell.robot_config import load_robot_config
+from indgen_core.cell.trajectory import Trajectory
 from indgen_robot.arm_state import StateSource
 from indgen_robot.control import CommandGate
 from indgen_robot.motion import ArmMotion

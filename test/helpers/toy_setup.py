@@ -6,10 +6,10 @@ import os
 import shutil
 from pathlib import Path
 
-import toy_world
 import yaml
 
-from indgen_core.axes import AxisLibrary
+from helpers import toy_world
+from indgen_core.axes.progression import AxisLibrary
 from indgen_core.campaign.config import CampaignConfig
 from indgen_core.campaign.planning import plan_campaign
 
@@ -26,8 +26,8 @@ def config_dir(tmp: Path) -> Path:
 
 
 def toy_env(monkeypatch, tmp: Path) -> dict[str, str]:
-    helpers = str(Path(__file__).parent)
-    pythonpath = os.pathsep.join(p for p in (helpers, os.environ.get("PYTHONPATH", "")) if p)
+    test_dir = str(Path(__file__).parents[1])  # where the `helpers` package is importable from
+    pythonpath = os.pathsep.join(p for p in (test_dir, os.environ.get("PYTHONPATH", "")) if p)
     env = dict(toy_world.ENV, INDGEN_CONFIG_DIR=str(config_dir(tmp)), PYTHONPATH=pythonpath)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
@@ -47,8 +47,8 @@ def plan_toy(store, tmp: Path, certify_first: bool = True, campaign_id: str | No
     """Plan a toy campaign in `store` (after an oracle-style certify campaign, by default)."""
     lib = AxisLibrary([config_dir(tmp) / "axes"])
     if certify_first:
-        from indgen_core.inprocess import InProcessExecutor
-        from indgen_core.runner import run_campaign
+        from indgen_core.campaign.inprocess import InProcessExecutor
+        from indgen_core.campaign.runner import run_campaign
 
         cert = plan_campaign(store, CampaignConfig(name="toy_cert", axis="toy_depth", world="toy",
                                                    policies=["skilled"], trials_per_level=6, purpose="certify",

@@ -21,9 +21,9 @@ from indgen_core.specs import Spec, reply_array
 from indgen_core.world import Evaluation, InvalidSetup, StepResult, World
 
 ENV = {
-    "INDGEN_WORLDS": "toy=toy_world:ToyWorld",
-    "INDGEN_POLICIES": "skilled=toy_world:Skilled,clumsy=toy_world:Clumsy",
-    "INDGEN_SPECS": "toy=toy_world:ToySpec",
+    "INDGEN_WORLDS": "toy=helpers.toy_world:ToyWorld",
+    "INDGEN_POLICIES": "skilled=helpers.toy_world:Skilled,clumsy=helpers.toy_world:Clumsy",
+    "INDGEN_SPECS": "toy=helpers.toy_world:ToySpec",
 }
 
 AXIS_YAML = """

@@ -3,7 +3,7 @@ would build them from the axis configs."""
 
 from __future__ import annotations
 
-from indgen_core.axes import library
+from indgen_core.axes.progression import library
 from indgen_core.records import TaskSetup
 
 

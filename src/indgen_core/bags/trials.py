@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from indgen_core import messages, topics
+from indgen_core import topics
 from indgen_core.bags.decode import BagDecoder
 from indgen_core.bags.reader import BagError, BagReader, Record
+from indgen_core.nodes import messages
 
 FINAL_STATE, POLICY_EXCHANGE, OPERATOR_ANSWER = topics.FINAL_STATE, topics.POLICY_EXCHANGE, topics.OPERATOR_ANSWER
 

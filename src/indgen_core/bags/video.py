@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from indgen_core import messages, topics
+from indgen_core import topics
 from indgen_core.bags.reader import BagError
 from indgen_core.bags.trials import Attempt, Recording, deserialize, records
 from indgen_core.errors import require
+from indgen_core.nodes import messages
 from indgen_core.records import Outcome
 
 if TYPE_CHECKING:

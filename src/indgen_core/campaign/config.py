@@ -12,9 +12,9 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from indgen_core import paths
-from indgen_core.axes import SLUG
+from indgen_core.axes.progression import SLUG
 from indgen_core.configfile import load_model
-from indgen_core.sequential import DEFAULT_ALPHA
+from indgen_core.stats.sequential import DEFAULT_ALPHA
 
 # -- a blind campaign's names: what would give a policy away ------------------------------------
 #: word parts shorter than this say nothing of a policy (and would match anything)

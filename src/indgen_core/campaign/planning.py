@@ -12,15 +12,16 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from indgen_core import blind as blind_mod
-from indgen_core import paths, protocol
-from indgen_core import plan as plan_mod
-from indgen_core.axes import Axis, AxisLibrary, library
+from indgen_core import paths
+from indgen_core.axes import conditions
+from indgen_core.axes.progression import Axis, AxisLibrary, library
+from indgen_core.campaign import blind as blind_mod
+from indgen_core.campaign import plan as plan_mod
 from indgen_core.campaign.config import CERTIFY, EVALUATE, CampaignConfig, identity_in, identity_words
 from indgen_core.campaign.snapshot import AxisSnapshot
 from indgen_core.configfile import ConfigError
 from indgen_core.errors import IndGenError
-from indgen_core.records import Outcome, TaskSetup, TrialResult, scored_count
+from indgen_core.records import Outcome, TaskSetup, TrialResult
 from indgen_core.store import CampaignRecord, ResultsStore
 
 
@@ -65,11 +66,11 @@ def plan_campaign(
             source, f"axis '{axis.name}' is defined for worlds {axis.spec.worlds}, not '{config.world}'", field="world"
         )
     levels = axis.levels(campaign_levels(config, axis, source))
-    report = protocol.check_progression(axis, levels)
+    report = conditions.check_progression(axis, levels)
     structural = report.violations()
     if structural:
         first = structural[0]
-        raise protocol.ProtocolViolation(
+        raise conditions.ProtocolViolation(
             f"axis '{axis.name}' fails the {first.check.replace('_', ' ')} check of Definition 4: {first.detail}"
             + (f" (and {len(structural) - 1} more)" if len(structural) > 1 else "")
         )
@@ -79,7 +80,7 @@ def plan_campaign(
         for lv in levels:
             certified[lv.k] = None
             for world in (config.world, *config.certified_by):
-                cert = store.certificate(protocol.certificate_key(world, axis.name, lv, config.world_options))
+                cert = store.certificate(conditions.certificate_key(world, axis.name, lv, config.world_options))
                 if cert:
                     where = "" if world == config.world else f" in world {world}"
                     certified[lv.k] = (
@@ -87,10 +88,10 @@ def plan_campaign(
                         f"campaign {cert['campaign_id']})"
                     )
                     break
-        report.findings += protocol.check_feasibility(levels, certified)
+        report.findings += conditions.check_feasibility(levels, certified)
         missing = [k for k, c in certified.items() if c is None]
         if missing and not allow_uncertified:
-            raise protocol.ProtocolViolation(
+            raise conditions.ProtocolViolation(
                 f"levels {missing} of axis '{axis.name}' in world '{config.world}' have no feasibility certificate "
                 f"in {store.path}: run the oracle first (a campaign with purpose: certify) or pass "
                 "--allow-uncertified with --reason, which is recorded with the results"
@@ -198,11 +199,10 @@ def refresh_certificates(store: ResultsStore, record: CampaignRecord) -> int:
         return 0
     written = 0
     for (policy, k), c in store.counts(record.id).items():
-        scored = scored_count(c)
-        if c["success"] == 0:
+        if c.successes == 0:
             continue
         level = record.axis_snapshot.levels[k]
-        key = protocol.certificate_key(record.world, record.axis, level, record.config.world_options)
+        key = conditions.certificate_key(record.world, record.axis, level, record.config.world_options)
         store.add_certificate(
             key,
             record.world,
@@ -211,8 +211,8 @@ def refresh_certificates(store: ResultsStore, record: CampaignRecord) -> int:
             [dataclasses.asdict(p) for p in level.parameters],
             record.config.world_options,
             policy,
-            scored,
-            c["success"],
+            c.scored,
+            c.successes,
             record.id,
         )
         written += 1

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from indgen_core.axes import Axis, Level, ParameterValue
-from indgen_core.stats import DEFAULT_THRESHOLD
+from indgen_core.axes.progression import Axis, Level, ParameterValue
+from indgen_core.stats.level_stats import DEFAULT_THRESHOLD
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ def _param_text(axis) -> str:
 def cmd_list(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from indgen_core.axes import library
+    from indgen_core.axes.progression import library
     from indgen_core.report.terminal import wide_console
 
     table = Table(title="IndGen axes")
@@ -71,8 +71,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from indgen_core.axes import load_axis
-    from indgen_core.protocol import check_progression
+    from indgen_core.axes.conditions import check_progression
+    from indgen_core.axes.progression import load_axis
     from indgen_core.report.terminal import wide_console
 
     axis = load_axis(args.name)
@@ -108,9 +108,9 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from indgen_core.axes import AxisLibrary
+    from indgen_core.axes.conditions import check_progression
+    from indgen_core.axes.progression import AxisLibrary
     from indgen_core.configfile import ConfigError
-    from indgen_core.protocol import check_progression
 
     lib = AxisLibrary()
     failed = 0

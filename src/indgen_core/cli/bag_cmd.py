@@ -103,7 +103,7 @@ def _hidden(args, recording) -> list[str]:
     """The campaigns of the recording whose outcomes a person may not see yet: blind (its trials
     name policies by letter, or the results store says so) and not known to be done. A bag
     read without the store that ran it is not known to be done: on doubt, hidden."""
-    from indgen_core import blind
+    from indgen_core.campaign import blind
     from indgen_core.cli.common import open_store
     from indgen_core.errors import IndGenError
 
@@ -274,7 +274,7 @@ def _outcome(value: int) -> str:
 
 
 def _answer(ans) -> str:
-    from indgen_core import operator
+    from indgen_core.campaign import operator
 
     response = operator.RESPONSE_NAMES.get(ans.response, str(ans.response))
     # a relabel's new label is a response code (OperatorAck.RESPONSE_SUCCESS ...), not an outcome
@@ -366,9 +366,9 @@ def _video(args) -> int:
 # -- replay ----------------------------------------------------------------------------------------
 def _replay(args) -> int:
     from indgen_core.bags import info, replay, trials
+    from indgen_core.campaign.progress import ProgressPrinter
     from indgen_core.episode import PolicyUnavailable
     from indgen_core.errors import IndGenError
-    from indgen_core.progress import ProgressPrinter
     from indgen_core.wire.client import RemotePolicy, read_api_key
 
     recording = _recording(args)

@@ -6,9 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from indgen_core import blind, paths
+from indgen_core import paths
+from indgen_core.campaign import blind
 from indgen_core.cli.common import add_db_option, open_store
-from indgen_core.records import SCORED_NAMES
+from indgen_core.records import Outcome
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -174,25 +175,25 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def _print_sizes(args: argparse.Namespace) -> None:
     """The planner's table: per level, trials for a fixed exact design and under the
-    sequential rule, and the robot time both take (planner.py)."""
+    sequential rule, and the robot time both take (sample_sizes.py)."""
     from rich.table import Table
 
-    from indgen_core import planner
-    from indgen_core.axes import library
+    from indgen_core.axes.progression import library
     from indgen_core.campaign.config import load_campaign_config
     from indgen_core.campaign.planning import campaign_levels, config_threshold
     from indgen_core.report.terminal import wide_console
+    from indgen_core.stats import sample_sizes
 
     config = load_campaign_config(args.config)
     axis = library().get(config.axis)
     adaptive = bool(config.adaptive and config.adaptive.enabled)
     threshold = config_threshold(config, axis)
-    plan = planner.plan_levels(
+    plan = sample_sizes.plan_levels(
         campaign_levels(config, axis, str(args.config)),
         threshold,
         config.trials_per_level,
         adaptive,
-        planner.parse_expect(args.expect),
+        sample_sizes.parse_expect(args.expect),
         len(config.policies),
         args.trial_s,
     )
@@ -241,14 +242,14 @@ def _print_sizes(args: argparse.Namespace) -> None:
             "undecided in more than 20% of runs; raise trials_per_level"
         )
     if adaptive and config.adaptive is not None and config.adaptive.search == "break":
-        _print_search(console, config, axis, threshold, planner.parse_expect(args.expect), args.trial_s)
+        _print_search(console, config, axis, threshold, sample_sizes.parse_expect(args.expect), args.trial_s)
 
 
 def _print_search(console, config, axis, threshold: float, expect: dict[int, float], trial_s: float) -> None:
     """The break search on the curve the user expects, beside the per-level sweep."""
-    from indgen_core import plan as plan_mod
-    from indgen_core import planner
+    from indgen_core.campaign import plan as plan_mod
     from indgen_core.campaign.planning import campaign_levels
+    from indgen_core.stats import sample_sizes
 
     levels = campaign_levels(config, axis, str(config.name))
     places = {k: axis.distance(k) for k in levels}
@@ -260,14 +261,14 @@ def _print_search(console, config, axis, threshold: float, expect: dict[int, flo
                 f"missing on this side: {missing}"
             )
             continue
-        found = planner.simulate_search(chain, [expect[k] for k in chain], threshold, config.trials_per_level)
+        found = sample_sizes.simulate_search(chain, [expect[k] for k in chain], threshold, config.trials_per_level)
         hours = len(config.policies) * trial_s / 3600.0
         console.print(
             f"break search along {chain}: {found.mean:.1f} trials on average (90th percentile {found.p90}), "
             f"{found.narrowed:.0%} of runs narrow the set to one or two adjacent levels, "
             f"{found.missed:.1%} miss the true break; the per-level sweep: {found.sweep_mean:.1f} trials, "
             f"naming another level in {found.sweep_missed:.1%}; robot time {found.mean * hours:.1f} h "
-            f"against {found.sweep_mean * hours:.1f} h ({planner.SIMULATED_RUNS} simulated runs)"
+            f"against {found.sweep_mean * hours:.1f} h ({sample_sizes.SIMULATED_RUNS} simulated runs)"
         )
 
 
@@ -301,7 +302,7 @@ def _worker_count(text: str) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from indgen_core.campaign.config import load_campaign_config
-    from indgen_core.inprocess import check_runnable
+    from indgen_core.campaign.inprocess import check_runnable
 
     config = load_campaign_config(args.config)
     if not args.cluster:  # a cluster's workers make them, in their own environment
@@ -318,8 +319,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def _run(store, campaign_id: str, workers: int = 1, cluster: str | None = None) -> int:
-    from indgen_core.analysis import summarize
     from indgen_core.report import print_table
+    from indgen_core.report.analysis import summarize
 
     record = store.campaign(campaign_id)
     total = len(store.planned_trials(campaign_id))
@@ -354,16 +355,16 @@ def _run(store, campaign_id: str, workers: int = 1, cluster: str | None = None) 
 def _run_trials(store, record, total: int, already: int, workers: int, cluster: str | None):
     """The campaign's pending trials, in this process or on workers, with a progress bar whose
     time left counts this run's pace only."""
-    from indgen_core.inprocess import InProcessExecutor
-    from indgen_core.progress import ProgressPrinter
+    from indgen_core.campaign.inprocess import InProcessExecutor
+    from indgen_core.campaign.progress import ProgressPrinter
+    from indgen_core.campaign.runner import run_campaign
     from indgen_core.report.provenance import record_policy
-    from indgen_core.runner import run_campaign
 
     def progress(bar):
         return lambda done, tot, trial, res: bar.update(done, f"{trial.trial_id}: {res.outcome.name.lower()}")
 
     if cluster or workers != 1:
-        from indgen_core import cluster as cluster_mod
+        from indgen_core.campaign import cluster as cluster_mod
 
         with (
             cluster_mod.connect(cluster, workers or cluster_mod.default_workers()) as client,
@@ -410,14 +411,14 @@ def cmd_status(args: argparse.Namespace) -> int:
             "aborted attempts",
         ):
             table.add_column(col, justify="right")
+        shown = (Outcome.SUCCESS, Outcome.FAILURE, Outcome.TIMEOUT, Outcome.INVALID)
         for (policy, k), n in sorted(counts.items(), key=lambda kv: (names[kv[0][0]], kv[0][1])):
             table.add_row(
                 names[policy],
                 str(k),
-                *(
-                    "hidden" if hidden and f in SCORED_NAMES else str(n[f])
-                    for f in ("planned", "success", "failure", "timeout", "invalid", "pending", "skipped", "aborted")
-                ),
+                str(n.planned),
+                *("hidden" if hidden and o.scored else str(n.of(o)) for o in shown),
+                *(str(v) for v in (n.pending, n.skipped, n.aborted)),
             )
         console.print(table)
         if blind.labels(c):
@@ -427,8 +428,8 @@ def cmd_status(args: argparse.Namespace) -> int:
                 if event
                 else "blind: policies named by letter" + (", outcomes hidden until it is done" if hidden else "")
             )
-        pending = sum(n["pending"] for n in counts.values())
-        total = sum(n["planned"] for n in counts.values())
+        pending = sum(n.pending for n in counts.values())
+        total = sum(n.planned for n in counts.values())
         console.print(f"{total - pending}/{total} trials finished")
     return 0
 

@@ -52,12 +52,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from indgen_core import analysis, blind, paths
-    from indgen_core import comparisons as comparisons_mod
+    from indgen_core import paths
+    from indgen_core.campaign import blind
     from indgen_core.errors import IndGenError
-    from indgen_core.plots import difference_plot
-    from indgen_core.report import comparison_rows
+    from indgen_core.report import analysis, comparison_rows
+    from indgen_core.report.plots import difference_plot
     from indgen_core.report.terminal import wide_console
+    from indgen_core.stats import comparisons as comparisons_mod
 
     with open_store(args) as store:
         ids = campaign_ids(args, store)

@@ -64,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _cluster(args: argparse.Namespace) -> int:
     """Every worker of the cluster against this machine: the same IndGen, the worlds asked for."""
-    from indgen_core import __version__, cluster
+    from indgen_core import __version__
+    from indgen_core.campaign import cluster
 
     worlds, policies = list(args.world), []
     if args.campaign:  # before the cluster: a bad file is one sentence, not a connection

@@ -33,8 +33,9 @@ def parse_assignments(items: list[str]) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from indgen_core import graph, launcher, paths
+    from indgen_core import graph, paths
     from indgen_core.errors import IndGenError
+    from indgen_core.nodes import launcher
 
     if args.list:
         for path in sorted((paths.config_dir() / "graphs").glob("*.yaml")):

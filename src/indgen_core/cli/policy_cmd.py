@@ -47,8 +47,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_check(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from indgen_core import policy_check
     from indgen_core.errors import IndGenError
+    from indgen_core.specs import policy_check
     from indgen_core.wire.client import read_api_key
 
     try:

@@ -42,8 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from indgen_core import paths
-    from indgen_core.analysis import refuse_hidden, summarize
     from indgen_core.report import print_table, write_report
+    from indgen_core.report.analysis import refuse_hidden, summarize
 
     if args.index:
         return _index(args)

@@ -27,11 +27,11 @@ from indgen_core import topics
 from indgen_core.bags import trials
 from indgen_core.bags.reader import BagError
 from indgen_core.bags.video import camera_topics, to_rgb
+from indgen_core.cell.robot_config import FR3_ARM_JOINTS as ARM_JOINTS
+from indgen_core.cell.robot_config import ROBOTIQ_JOINT as GRIPPER_JOINT
 from indgen_core.datasets import layout
 from indgen_core.errors import IndGenError
 from indgen_core.records import Outcome
-from indgen_core.robot_config import FR3_ARM_JOINTS as ARM_JOINTS
-from indgen_core.robot_config import ROBOTIQ_JOINT as GRIPPER_JOINT
 from indgen_core.specs.droid import GRIPPER_CLOSED_RAD, RAD_PER_S_AT_ONE
 
 SCORED = {o: o.name.lower() for o in Outcome if o.scored}
@@ -57,7 +57,7 @@ def select(recording: trials.Recording, levels: list[int] | None, outcomes: list
     """The scored attempts to export; an IndGenError for levels its axes do not have."""
     scored = [a for a in recording.attempts if a.result is not None and Outcome(a.result.outcome) in SCORED]
     if levels is not None:
-        from indgen_core.axes import library
+        from indgen_core.axes.progression import library
 
         for axis in sorted({a.axis for a in scored}):
             have = set(library().get(axis).level_range())

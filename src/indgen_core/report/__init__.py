@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from indgen_core import plots
-from indgen_core.analysis import summarize
+from indgen_core.report import plots
+from indgen_core.report.analysis import summarize
 from indgen_core.report.failures import failure_lines
 from indgen_core.report.html_page import _CSS, _md_to_html
 from indgen_core.report.markdown import markdown

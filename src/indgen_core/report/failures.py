@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from indgen_core import blind
-from indgen_core.analysis import CampaignSummary
+from indgen_core.campaign import blind
+from indgen_core.report.analysis import CampaignSummary
 from indgen_core.store import ResultsStore
 
 #: reasons shown per level (the rest counted as "other")

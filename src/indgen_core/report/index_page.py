@@ -21,10 +21,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from indgen_core import blind, paths
-from indgen_core.analysis import summarize
+from indgen_core import paths
+from indgen_core.campaign import blind
 from indgen_core.errors import first_line
-from indgen_core.records import scored_count
+from indgen_core.report.analysis import summarize
 from indgen_core.store import CampaignRecord, ResultsStore
 
 INDEX_NAME = "index.html"
@@ -48,7 +48,7 @@ def campaign_entry(store: ResultsStore, record: CampaignRecord, out_dir: Path) -
     hidden = blind.rates_hidden(store, record)
     planned = store.planned_trials(record.id)
     counts = store.counts(record.id)
-    done = sum(scored_count(c) + c["invalid"] for c in counts.values())
+    done = sum(c.scored + c.invalid for c in counts.values())
     recorded = [row.recorded_at for row in store.rows(record.id) if row.recorded_at]
     last_activity = max([record.updated_at, *recorded])
     entry: dict[str, Any] = {

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from indgen_core.analysis import CampaignSummary
+from indgen_core.report.analysis import CampaignSummary
 from indgen_core.report.rows import (
     _break_text,
     guarantee_text,

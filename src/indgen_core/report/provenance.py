@@ -17,8 +17,9 @@ from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
-from indgen_core import __version__, blind
-from indgen_core.analysis import CampaignSummary
+from indgen_core import __version__
+from indgen_core.campaign import blind
+from indgen_core.report.analysis import CampaignSummary
 from indgen_core.store import ResultsStore
 
 #: the store's event kind that keeps what a policy said of itself when a run made it

@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from indgen_core.analysis import CampaignSummary, PolicyCurve
+from indgen_core.report.analysis import CampaignSummary, PolicyCurve
 
 
 def percent(value: float, threshold: float) -> str:

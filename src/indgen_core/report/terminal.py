@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from indgen_core.analysis import CampaignSummary
+from indgen_core.report.analysis import CampaignSummary
 from indgen_core.report.rows import (
     _break_text,
     guarantee_text,

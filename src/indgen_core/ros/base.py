@@ -31,8 +31,8 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from indgen_core import node_declarations as nd
 from indgen_core.errors import IndGenError, first_line
+from indgen_core.nodes import declarations as nd
 
 P = TypeVar("P")
 

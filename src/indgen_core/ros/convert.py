@@ -1,5 +1,5 @@
 """Plain records -> indgen_msgs (building messages needs the generated classes). Reading them
-back, and signatures, work without ROS: indgen_core/messages.py."""
+back, and signatures, work without ROS: indgen_core/nodes/messages.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import re
 
 from builtin_interfaces.msg import Duration
 
-from indgen_core import records, stats
+from indgen_core import records
+from indgen_core.stats import level_stats
 from indgen_msgs.msg import EpisodeResult, LevelScore, ParameterValue, TaskSetup
 
 
@@ -67,14 +68,14 @@ def result_to_msg(r: records.TrialResult, setup: records.TaskSetup, stamp=None) 
 
 
 VERDICTS = {
-    stats.UNDECIDED: LevelScore.VERDICT_UNDECIDED,
-    stats.HELD: LevelScore.VERDICT_HELD,
-    stats.BROKEN: LevelScore.VERDICT_BROKEN,
+    level_stats.UNDECIDED: LevelScore.VERDICT_UNDECIDED,
+    level_stats.HELD: LevelScore.VERDICT_HELD,
+    level_stats.BROKEN: LevelScore.VERDICT_BROKEN,
 }
 
 
 def level_score_msg(
-    campaign_id: str, axis: str, policy: str, s: stats.LevelStat, stamp=None, hidden: bool = False
+    campaign_id: str, axis: str, policy: str, s: level_stats.LevelStat, stamp=None, hidden: bool = False
 ) -> LevelScore:
     """`hidden`: a blind campaign still running; only the count of trials goes out."""
     msg = LevelScore(
@@ -88,7 +89,7 @@ def level_score_msg(
         confidence=s.confidence,
         interval_kind=s.interval_kind,
         break_threshold=s.threshold,
-        verdict=VERDICTS[stats.UNDECIDED if hidden else s.verdict],
+        verdict=VERDICTS[level_stats.UNDECIDED if hidden else s.verdict],
         rates_hidden=hidden,
     )
     if hidden:

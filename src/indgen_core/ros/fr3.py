@@ -205,7 +205,7 @@ def read_grasp(msg) -> np.ndarray:
 
 
 def trajectory(joints, points) -> JointTrajectory:
-    """A segment for the arm's JointTrajectoryController (indgen_core.trajectory.Point list);
+    """A segment for the arm's JointTrajectoryController (indgen_core.cell.trajectory.Point list);
     header.stamp zero: the controller starts it at once."""
     msg = JointTrajectory(joint_names=list(joints))
     for p in points:

@@ -15,7 +15,7 @@ Only this campaign's nodes count: the results and statuses it publishes are sign
 campaign's key from the results store (auth.py), and an operator answer is accepted only for
 the prompt open now, from a console that registered on /indgen/operator_register.
 
-Parameters and endpoints: indgen_core/node_interfaces.py (docs/reference/nodes.md)."""
+Parameters and endpoints: indgen_core/nodes/interfaces.py (docs/reference/nodes.md)."""
 
 from __future__ import annotations
 
@@ -29,19 +29,21 @@ from rclpy.node import Node
 from std_msgs.msg import Header, String
 from std_srvs.srv import Trigger
 
-from indgen_core import blind, messages, operator, records, routes, topics
+from indgen_core import records, topics
+from indgen_core.campaign import blind, operator, routes
 from indgen_core.campaign import planning as campaign_mod
-from indgen_core.campaign_source import plan_or_resume
+from indgen_core.campaign.operator_flow import OperatorFlow
+from indgen_core.campaign.runner import TooManyAborts, run_campaign
+from indgen_core.campaign.source import plan_or_resume
 from indgen_core.errors import IndGenError
-from indgen_core.node_interfaces import PROGRESSION_MANAGER_ENDPOINTS
-from indgen_core.node_interfaces import ProgressionManagerParameters as Parameters
-from indgen_core.operator_flow import OperatorFlow
+from indgen_core.nodes import messages
+from indgen_core.nodes.interfaces import PROGRESSION_MANAGER_ENDPOINTS
+from indgen_core.nodes.interfaces import ProgressionManagerParameters as Parameters
 from indgen_core.records import Outcome, TrialResult
 from indgen_core.ros import convert
 from indgen_core.ros.base import LATCHED, RELIABLE, read_parameters, run_node, serve, subscribe
 from indgen_core.ros.waits import ActionClient
 from indgen_core.ros.world_link import WorldLink
-from indgen_core.runner import TooManyAborts, run_campaign
 from indgen_core.store import ResultsStore
 from indgen_core.waiting import Acknowledgements, wait_until
 from indgen_msgs.action import RunEpisode

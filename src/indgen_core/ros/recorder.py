@@ -19,7 +19,7 @@ first ticks of a trial, or record a tick without the command that answered it.
 A killed recorder loses at most the last flush_s seconds; the campaign goes on without it
 (the launcher restarts it: a new bag), and `indgen bag repair` closes a bag it left open.
 
-Parameters and endpoints: indgen_core/node_interfaces.py (docs/reference/nodes.md)."""
+Parameters and endpoints: indgen_core/nodes/interfaces.py (docs/reference/nodes.md)."""
 
 from __future__ import annotations
 
@@ -34,13 +34,14 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
-from indgen_core import messages, paths, topics
+from indgen_core import paths, topics
 from indgen_core.bags.writer import BagWriter, UnknownType, qos_of
+from indgen_core.cell.robot_config import load_robot_config
 from indgen_core.errors import first_line
 from indgen_core.lists import parse_names
-from indgen_core.node_interfaces import RECORDER_ENDPOINTS
-from indgen_core.node_interfaces import RecorderParameters as Parameters
-from indgen_core.robot_config import load_robot_config
+from indgen_core.nodes import messages
+from indgen_core.nodes.interfaces import RECORDER_ENDPOINTS
+from indgen_core.nodes.interfaces import RecorderParameters as Parameters
 from indgen_core.ros import convert
 from indgen_core.ros.base import LATCHED, RELIABLE, read_parameters, run_node, subscribe
 from indgen_core.store import ResultsStore

@@ -14,7 +14,7 @@ carries a valid signature made with the campaign's key from the store (auth.py),
 only when the store agrees the campaign is done. A forged result is dropped before it could
 make the real one a "duplicate".
 
-Parameters and endpoints: indgen_core/node_interfaces.py (docs/reference/nodes.md)."""
+Parameters and endpoints: indgen_core/nodes/interfaces.py (docs/reference/nodes.md)."""
 
 from __future__ import annotations
 
@@ -25,12 +25,14 @@ from pathlib import Path
 from rclpy.node import Node
 from std_msgs.msg import String
 
-from indgen_core import blind, messages, paths, topics
-from indgen_core.analysis import summarize
+from indgen_core import paths, topics
+from indgen_core.campaign import blind
 from indgen_core.campaign import planning as campaign_mod
 from indgen_core.errors import IndGenError
-from indgen_core.node_interfaces import SCORER_ENDPOINTS
-from indgen_core.node_interfaces import ScorerParameters as Parameters
+from indgen_core.nodes import messages
+from indgen_core.nodes.interfaces import SCORER_ENDPOINTS
+from indgen_core.nodes.interfaces import ScorerParameters as Parameters
+from indgen_core.report.analysis import summarize
 from indgen_core.report.provenance import record_policy
 from indgen_core.ros import convert
 from indgen_core.ros.base import LATCHED, LEVEL_SCORES, RELIABLE, read_parameters, run_node, subscribe

@@ -14,8 +14,9 @@ from collections.abc import Callable
 
 from builtin_interfaces.msg import Time
 
-from indgen_core import messages, records, topics
-from indgen_core.node_interfaces import ProgressionManagerParameters
+from indgen_core import records, topics
+from indgen_core.nodes import messages
+from indgen_core.nodes.interfaces import ProgressionManagerParameters
 from indgen_core.records import Outcome, TrialResult
 from indgen_core.ros import convert
 from indgen_core.ros.waits import wait_future, wait_result, wait_server

@@ -4,7 +4,7 @@ progression manager, the console and an e-stop pedal expect of whichever node ru
 - `/indgen/run_episode` (RunEpisode): one episode per goal, cancel accepted;
 - `/indgen/prepare_trial` (PrepareTrial): ready for the next trial, or why not;
 - the soft e-stop, as a service (SetBool) and as a topic (Bool) from any publisher's QoS (a
-  pedal, a script or a button node may publish volatile or best effort: indgen_core/estop.py);
+  pedal, a script or a button node may publish volatile or best effort: indgen_core/nodes/estop.py);
 - `/indgen/end_episode` (Trigger): the person ends the running episode now.
 
 Their declarations are `node_interfaces.world_node_endpoints`. A world node mixes this class
@@ -22,9 +22,9 @@ from std_msgs.msg import Bool
 from std_srvs.srv import SetBool, Trigger
 
 from indgen_core import topics
-from indgen_core.estop import EstopTopic
+from indgen_core.nodes.estop import EstopTopic
+from indgen_core.nodes.world_watch import WorldWatch
 from indgen_core.ros.base import serve, subscribe_any
-from indgen_core.world_watch import WorldWatch
 from indgen_msgs.action import RunEpisode
 from indgen_msgs.srv import PrepareTrial
 
@@ -68,7 +68,7 @@ class WorldNodeContract:
 
     # -- written once --------------------------------------------------------------------------
     def _on_estop_msg(self, msg: Bool, info) -> None:
-        engaged = self._estop_topic.accept(bool(msg.data), info)  # indgen_core/estop.py: the rule
+        engaged = self._estop_topic.accept(bool(msg.data), info)  # indgen_core/nodes/estop.py: the rule
         if engaged is not None:
             self._set_estop(engaged, "the e-stop topic")
 

@@ -8,7 +8,7 @@ import sqlite3
 import time
 from collections.abc import Iterable
 
-from indgen_core import auth
+from indgen_core.campaign import auth
 from indgen_core.campaign.config import stored_config
 from indgen_core.campaign.snapshot import AxisSnapshot
 from indgen_core.errors import first_line

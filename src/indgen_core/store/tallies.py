@@ -4,11 +4,43 @@ counts a report is built from. Nothing here writes."""
 from __future__ import annotations
 
 import json
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from indgen_core.records import Outcome
 from indgen_core.store.records import PlannedTrial, TrialRow
 from indgen_core.store.schema import StoreBase
+
+
+@dataclass
+class LevelCounts:
+    """What became of one policy's trials at one level: planned, still pending, skipped by the
+    person, each final outcome (keyed by `Outcome`), and the aborted attempts that were run
+    again (an attempt, not a trial: a trial aborted twice and then scored counts 2 here and 1
+    in its outcome)."""
+
+    planned: int = 0
+    pending: int = 0
+    skipped: int = 0
+    aborted: int = 0
+    outcomes: Counter[Outcome] = field(default_factory=Counter)
+
+    def of(self, outcome: Outcome) -> int:
+        return self.outcomes[outcome]
+
+    @property
+    def successes(self) -> int:
+        return self.outcomes[Outcome.SUCCESS]
+
+    @property
+    def scored(self) -> int:
+        """The trials a success rate counts (`Outcome.scored`)."""
+        return sum(n for outcome, n in self.outcomes.items() if outcome.scored)
+
+    @property
+    def invalid(self) -> int:
+        return self.outcomes[Outcome.INVALID]
 
 
 class TalliesMixin(StoreBase):
@@ -79,29 +111,20 @@ class TalliesMixin(StoreBase):
                    ON t.campaign_id=r.campaign_id AND t.trial_id=r.trial_id WHERE r.campaign_id=?"""
         return [(p, k, o, json.loads(d or "{}")) for p, k, o, d in self._db.execute(query, (campaign_id,))]
 
-    def counts(self, campaign_id: str) -> dict[tuple[str, int], dict[str, int]]:
-        """(policy, level) -> counts of each final outcome, planned, pending and skipped trials."""
-        out: dict[tuple[str, int], dict[str, int]] = {}
+    def counts(self, campaign_id: str) -> dict[tuple[str, int], LevelCounts]:
+        """(policy, level) -> what became of its trials (`LevelCounts`)."""
+        out: dict[tuple[str, int], LevelCounts] = {}
         for row in self.rows(campaign_id):
-            c = out.setdefault(
-                (row.policy, row.level),
-                {
-                    "planned": 0,
-                    "pending": 0,
-                    "skipped": 0,
-                    "aborted": 0,
-                    **{o.name.lower(): 0 for o in Outcome if o.final},
-                },
-            )
-            c["planned"] += 1
-            c["aborted"] += row.aborted_attempts
+            c = out.setdefault((row.policy, row.level), LevelCounts())
+            c.planned += 1
+            c.aborted += row.aborted_attempts
             if row.status == "pending":
-                c["pending"] += 1
+                c.pending += 1
             elif row.status == "skipped":
-                c["skipped"] += 1
+                c.skipped += 1
             else:
                 assert row.outcome is not None, "a done trial has a result"
-                c[row.outcome] += 1
+                c.outcomes[Outcome.parse(row.outcome)] += 1
         return out
 
     def operator_counts(self, campaign_id: str) -> dict[tuple[str, int], dict[str, int]]:

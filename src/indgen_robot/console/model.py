@@ -25,7 +25,7 @@ import enum
 import time
 from dataclasses import dataclass, field
 
-from indgen_core import operator as op
+from indgen_core.campaign import operator as op
 
 
 class ConsoleState(str, enum.Enum):

@@ -12,8 +12,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from indgen_core import messages
-from indgen_core.robot_config import RobotConfig
+from indgen_core.cell.robot_config import RobotConfig
+from indgen_core.nodes import messages
 from indgen_core.ros import fr3
 from indgen_core.ros.base import LOCKSTEP
 from indgen_core.ros.latest import LatestReader, Poller

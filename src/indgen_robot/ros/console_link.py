@@ -22,8 +22,8 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from std_srvs.srv import SetBool, Trigger
 
-from indgen_core import operator as op
 from indgen_core import topics
+from indgen_core.campaign import operator as op
 from indgen_core.ros.base import LATCHED, LEVEL_SCORES, LOCKSTEP, subscribe
 from indgen_core.ros.waits import call
 from indgen_msgs.msg import (

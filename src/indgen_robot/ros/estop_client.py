@@ -53,8 +53,21 @@ def send_estop(engage: bool, timeout: float = 5.0) -> tuple[bool, str, float]:
             if reply is not None:
                 return bool(reply.success), f"{topics.ESTOP} (service): {reply.message}", sent
         if sent is None:
-            return False, f"nobody took the e-stop on {topics.ESTOP} within {timeout:g} s: use the hardware e-stop", time.monotonic()
+            return (
+                False,
+                f"nobody took the e-stop on {topics.ESTOP} within {timeout:g} s: use the hardware e-stop",
+                time.monotonic(),
+            )
         left = max(deadline - time.monotonic(), 1.0)
         if publisher.wait_for_all_acked(rclpy.duration.Duration(seconds=left)):
-            return True, f"{topics.ESTOP} (topic; the service did not answer within {timeout:g} s): {what}, acknowledged by the runner", sent
-        return False, f"nobody acknowledged the e-stop on {topics.ESTOP} within {timeout:g} s: use the hardware e-stop", sent
+            return (
+                True,
+                f"{topics.ESTOP} (topic; the service did not answer within {timeout:g} s): {what}, "
+                "acknowledged by the runner",
+                sent,
+            )
+        return (
+            False,
+            f"nobody acknowledged the e-stop on {topics.ESTOP} within {timeout:g} s: use the hardware e-stop",
+            sent,
+        )

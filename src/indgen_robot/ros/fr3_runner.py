@@ -36,10 +36,12 @@ from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
-from indgen_core import messages, topics
+from indgen_core import topics
+from indgen_core.cell.robot_config import load_robot_config
 from indgen_core.errors import IndGenError, first_line
+from indgen_core.nodes import messages
+from indgen_core.nodes.world_watch import WorldWatch
 from indgen_core.records import Outcome, TrialResult
-from indgen_core.robot_config import load_robot_config
 from indgen_core.ros import convert, fr3
 from indgen_core.ros.base import (
     LATCHED,
@@ -53,7 +55,6 @@ from indgen_core.ros.base import (
 )
 from indgen_core.ros.world_node import WorldNodeContract
 from indgen_core.waiting import heartbeat
-from indgen_core.world_watch import WorldWatch
 from indgen_msgs.action import RunEpisode
 from indgen_msgs.msg import ControlTick, PolicyStatus, RobotStatus, TaskSetup
 from indgen_robot.control import CommandGate

@@ -15,8 +15,9 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray
 
-from indgen_core import messages, topics
+from indgen_core import topics
 from indgen_core.lists import parse_names
+from indgen_core.nodes import messages
 from indgen_core.ros import fr3
 from indgen_core.ros import libero as libero_msgs
 from indgen_core.ros.base import LOCKSTEP, TICKS, subscribe
@@ -30,7 +31,7 @@ def robot_of(name: str):
     """The robot configuration a policy node reads (None for the twin, which has none)."""
     if not name:
         return None
-    from indgen_core.robot_config import load_robot_config
+    from indgen_core.cell.robot_config import load_robot_config
 
     return load_robot_config(name)
 

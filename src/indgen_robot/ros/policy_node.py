@@ -27,9 +27,11 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from indgen_core import messages, records, registry, routes, topics
+from indgen_core import records, registry, topics
+from indgen_core.campaign import routes
 from indgen_core.episode import PolicyUnavailable
 from indgen_core.errors import IndGenError, first_line
+from indgen_core.nodes import messages
 from indgen_core.ros.base import LATCHED, read_parameters, run_node, subscribe
 from indgen_core.specs import WARMUP_KEY, BadAction
 from indgen_core.waiting import wait_until

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from builtin_interfaces.msg import Time
 
-from indgen_core.lockstep import AnswerSlot
+from indgen_core.nodes.lockstep import AnswerSlot
 from indgen_msgs.msg import ControlTick
 
 

@@ -28,8 +28,8 @@ from __future__ import annotations
 from std_srvs.srv import Trigger
 
 from indgen_core import topics
+from indgen_core.cell.robot_config import RobotConfig
 from indgen_core.errors import IndGenError
-from indgen_core.robot_config import RobotConfig
 from indgen_core.ros.waits import ActionClient, wait_future, wait_result, wait_server
 from indgen_robot.safety import Recovery
 

@@ -19,8 +19,8 @@ import numpy as np
 from indgen_core import paths
 from indgen_core.campaign.config import CampaignConfig
 from indgen_core.campaign.planning import plan_campaign
+from indgen_core.campaign.runner import run_campaign_batched
 from indgen_core.records import TaskSetup, TrialResult
-from indgen_core.runner import run_campaign_batched
 from indgen_core.store import ResultsStore
 from indgen_sim.blockenv import demos as demos_mod
 from indgen_sim.blockenv.evaluate import run_model
@@ -205,8 +205,8 @@ def run_table1(
         logger.info(f"evaluated {PAPER_NAMES[name]}")
     timings["evaluation"] = time.monotonic() - t0
 
-    from indgen_core.analysis import summarize
     from indgen_core.report import write_report
+    from indgen_core.report.analysis import summarize
 
     rows = {}
     for name, cid in ids.items():

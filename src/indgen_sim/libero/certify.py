@@ -9,9 +9,11 @@ import logging
 import time
 from pathlib import Path
 
-from indgen_core import cluster
+from indgen_core.campaign import cluster
 from indgen_core.campaign.config import CampaignConfig
 from indgen_core.campaign.planning import plan_campaign
+from indgen_core.records import Outcome
+from indgen_core.store.tallies import LevelCounts
 from indgen_sim.libero import suite
 
 logger = logging.getLogger(__name__)
@@ -52,16 +54,10 @@ def level_rows(store, campaign_id: str, task: int, axis: str, levels) -> list[di
     counts = store.counts(campaign_id)
     rows = []
     for k in levels:
-        c = counts.get(("libero_oracle", k), {})
-        failed = c.get("failure", 0) + c.get("timeout", 0)
+        c = counts.get(("libero_oracle", k), LevelCounts())
+        failed = c.of(Outcome.FAILURE) + c.of(Outcome.TIMEOUT)
         state = (
-            "certified"
-            if c.get("success", 0)
-            else "infeasible"
-            if failed
-            else "rejected"
-            if c.get("invalid", 0)
-            else "not run"
+            "certified" if c.successes else "infeasible" if failed else "rejected" if c.invalid else "not run"
         )  # aborted attempts only
         reasons = sorted(
             {

@@ -23,9 +23,9 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from indgen_core.axes.units import to_si
 from indgen_core.records import Outcome, TaskSetup
 from indgen_core.specs.libero import MAX_STEPS, NOOP, quat_xyzw_to_axis_angle
-from indgen_core.units import to_si
 from indgen_core.world import Evaluation, InvalidSetup, StepResult, World
 from indgen_sim import physics
 from indgen_sim.libero import distractors, suite

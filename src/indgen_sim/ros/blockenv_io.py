@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from indgen_core import topics
-from indgen_core.lockstep import AnswerSlot
+from indgen_core.nodes.lockstep import AnswerSlot
 from indgen_core.ros.base import LOCKSTEP, TICKS, subscribe
 from indgen_msgs.msg import GridAction, GridObservation
 

@@ -29,8 +29,8 @@ from rclpy.node import Node
 from sensor_msgs.msg import Image
 from std_msgs.msg import String
 
+from indgen_core.cell.robot_config import load_robot_config
 from indgen_core.errors import IndGenError, first_line
-from indgen_core.robot_config import load_robot_config
 from indgen_core.ros import fr3
 from indgen_core.ros.base import LATCHED, LOCKSTEP, read_parameters, run_node, subscribe
 from indgen_sim.node_interfaces import FR3_CAMERAS_ENDPOINTS, INJECT, SCENE_STATE, STATUS

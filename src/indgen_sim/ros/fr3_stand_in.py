@@ -56,13 +56,14 @@ from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from indgen_core import messages, records, topics
+from indgen_core import records, topics
+from indgen_core.cell.robot_config import load_robot_config
+from indgen_core.cell.trajectory import Point
 from indgen_core.errors import IndGenError, first_line
-from indgen_core.repeated import RepeatedWarning
-from indgen_core.robot_config import load_robot_config
+from indgen_core.nodes import messages
+from indgen_core.nodes.repeated import RepeatedWarning
 from indgen_core.ros import fr3
 from indgen_core.ros.base import LATCHED, read_parameters, run_node, serve, subscribe
-from indgen_core.trajectory import Point
 from indgen_msgs.msg import FrankaRobotState, ObjectPoses, TaskSetup
 from indgen_sim.node_interfaces import FR3_STAND_IN_ENDPOINTS, INJECT_TOPIC, SCENE_STATE, STAND_IN, STATUS_TOPIC
 from indgen_sim.node_interfaces import Fr3StandInParameters as Parameters

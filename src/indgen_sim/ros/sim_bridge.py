@@ -35,9 +35,11 @@ import rclpy
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 
-from indgen_core import messages, paths, registry, topics
+from indgen_core import paths, registry, topics
 from indgen_core.episode import run_episode
 from indgen_core.errors import IndGenError, first_line
+from indgen_core.nodes import messages
+from indgen_core.nodes.world_watch import WorldWatch
 from indgen_core.records import Outcome, TrialResult
 from indgen_core.ros import convert
 from indgen_core.ros.base import (
@@ -50,7 +52,6 @@ from indgen_core.ros.base import (
 )
 from indgen_core.ros.world_node import WorldNodeContract
 from indgen_core.specs import Spec
-from indgen_core.world_watch import WorldWatch
 from indgen_msgs.action import RunEpisode
 from indgen_msgs.msg import EpisodeResult, PolicyStatus, TaskSetup, WorldFinalState
 from indgen_sim.node_interfaces import SIM_BRIDGE_ENDPOINTS

@@ -17,7 +17,7 @@ from sensor_msgs.msg import Image
 from std_msgs.msg import Float64MultiArray
 
 from indgen_core import topics
-from indgen_core.lockstep import AnswerSlot
+from indgen_core.nodes.lockstep import AnswerSlot
 from indgen_core.ros import fr3
 from indgen_core.ros.base import LOCKSTEP, TICKS, subscribe
 from indgen_msgs.msg import ControlTick, ImageRequest, ObjectPoses

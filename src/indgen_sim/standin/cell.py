@@ -42,9 +42,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from indgen_core import topics
+from indgen_core.cell.robot_config import RobotConfig
+from indgen_core.cell.trajectory import Point
 from indgen_core.records import TaskSetup
-from indgen_core.robot_config import RobotConfig
-from indgen_core.trajectory import Point
 from indgen_sim.standin.jtc import JointTrajectoryControllerModel, JtcParameters
 from indgen_sim.twin.hardware import KNUCKLE_CLOSED, ArmPhysics
 

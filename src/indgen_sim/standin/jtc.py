@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from indgen_core.trajectory import Point, Trajectory
+from indgen_core.cell.trajectory import Point, Trajectory
 
 
 @dataclass(frozen=True)

@@ -159,7 +159,7 @@ def cmd_views(args: argparse.Namespace) -> int:
     import numpy as np
     from PIL import Image
 
-    from indgen_core.axes import library
+    from indgen_core.axes.progression import library
     from indgen_core.records import TaskSetup
     from indgen_core.specs.droid import EXTERIOR, WRIST, DroidSpec
     from indgen_sim.twin.world import DroidTwinWorld
@@ -230,9 +230,9 @@ def tau0_checkpoint(retrain: bool) -> None:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from indgen_core import paths
-    from indgen_core.analysis import summarize
-    from indgen_core.graphrun import run_graph
+    from indgen_core.nodes.graphrun import run_graph
     from indgen_core.report import print_table, write_report
+    from indgen_core.report.analysis import summarize
     from indgen_core.store import ResultsStore
 
     t0 = time.monotonic()

@@ -27,7 +27,7 @@ TRIES_PER_EPISODE = 3  # the oracle solves nearly every twin layout; more failur
 
 def oracle_episodes(axis: str, levels: list[int], episodes: int, seed: int = 0) -> Iterator[layout.Episode]:
     """Certified demonstrations, `episodes` per level; the axis and levels are checked now."""
-    from indgen_core.axes import library
+    from indgen_core.axes.progression import library
 
     spec = library().get(axis)
     if "droid_twin" not in spec.spec.worlds:

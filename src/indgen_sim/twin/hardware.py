@@ -20,8 +20,8 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
+from indgen_core.axes.units import to_si
 from indgen_core.records import TaskSetup
-from indgen_core.units import to_si
 from indgen_sim.twin import scene, tasks
 from indgen_sim.twin.builtin_fr3 import TORQUE
 from indgen_sim.twin.world import DroidTwinWorld

@@ -43,7 +43,7 @@ class TrainingPlan:
             return cls(seed=seed)
         if axis not in tasks.TASKS:
             raise IndGenError(f"--levels needs --axis, one of {', '.join(tasks.TASKS)}")
-        from indgen_core.axes import library
+        from indgen_core.axes.progression import library
 
         spec = library().get(axis).spec.levels
         outside = sorted({k for k in levels if not spec.min <= k <= spec.max})
@@ -73,7 +73,7 @@ class TrainingPlan:
 
     def setups(self, episodes: int, seed_base: int, policy: str, prefix: str) -> Iterator[Any]:
         """The training episodes: the tasks in turn, each cycling through its levels, a seed each."""
-        from indgen_core.axes import library
+        from indgen_core.axes.progression import library
         from indgen_core.records import TaskSetup
 
         first = self.stream(seed_base)

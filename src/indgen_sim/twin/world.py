@@ -17,9 +17,9 @@ import mujoco
 import numpy as np
 
 from indgen_core import rendering
+from indgen_core.axes.units import to_si
 from indgen_core.records import Outcome, TaskSetup
 from indgen_core.specs.droid import DELTA_PER_TICK
-from indgen_core.units import to_si
 from indgen_core.world import Evaluation, InvalidSetup, StepResult, World
 from indgen_sim import physics
 from indgen_sim.twin import assets, scene, tasks

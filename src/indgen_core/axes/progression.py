@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from indgen_core import paths
-from indgen_core.axis_spec import SLUG, AxisSpec, Parameter
+from indgen_core.axes.spec import SLUG, AxisSpec, Parameter
 from indgen_core.configfile import ConfigError, load_model, read_yaml_mapping
 from indgen_core.errors import IndGenError
 

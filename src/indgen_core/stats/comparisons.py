@@ -26,8 +26,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from indgen_core.errors import IndGenError
-from indgen_core.sequential import DEFAULT_ALPHA
-from indgen_core.stats import DEFAULT_CONFIDENCE
+from indgen_core.stats.level_stats import DEFAULT_CONFIDENCE
+from indgen_core.stats.sequential import DEFAULT_ALPHA
 
 PAIRED, UNPAIRED = "paired (exact McNemar, Tango's score interval)", "unpaired (Boschloo, Newcombe's interval)"
 SEQUENTIAL = "paired, anytime-valid (a test by betting on the discordant pairs)"
@@ -200,7 +200,7 @@ def sequential_paired(
     adjustment then treats as any p-value. The interval maps the anytime-valid confidence
     sequence of theta (each side at alpha / 2) to the difference at the observed share
     of discordant pairs: (2 theta - 1) x discordant / pairs."""
-    from indgen_core import sequential
+    from indgen_core.stats import sequential
 
     seeds = sorted(set(outcomes_a) & set(outcomes_b))
     if not seeds:

@@ -1,6 +1,6 @@
 """The progression manager's side of the person at the robot: the prompts of one trial (build
 the scene, label the episode), a pause between trials, skips, redos and relabels, and which
-consoles may answer (indgen_core.operator.OperatorDesk).
+consoles may answer (indgen_core.campaign.operator.OperatorDesk).
 
 Per trial, with a person in the loop: [paused?] -> prepare (the world) -> SETUP prompt (what
 to build, what changed since the last trial, a reference image) -> the episode -> LABEL prompt
@@ -17,9 +17,9 @@ import threading
 import uuid
 from typing import Any, Protocol
 
-from indgen_core import operator
+from indgen_core.campaign import operator
+from indgen_core.campaign.runner import StopCampaign
 from indgen_core.records import Outcome, Source, TaskSetup, TrialResult
-from indgen_core.runner import StopCampaign
 from indgen_core.store import CampaignRecord, ResultsStore
 
 LABEL_OUTCOMES = {

@@ -32,8 +32,8 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from indgen_core import sequential
-from indgen_core.sequential import BROKEN, DEFAULT_CONFIDENCE, DEFAULT_THRESHOLD, HELD, UNDECIDED
+from indgen_core.stats import sequential
+from indgen_core.stats.sequential import BROKEN, DEFAULT_CONFIDENCE, DEFAULT_THRESHOLD, HELD, UNDECIDED
 
 EXACT = "exact (Clopper-Pearson), n fixed in advance"
 SEQUENCE = "confidence sequence (Robbins' mixture), valid at every n"

@@ -79,7 +79,7 @@ def reply_problems(spec: Spec, reply: Any) -> list[str]:
 def sample_setup(world: str, axis_name: str | None, level: int, seed: int) -> TaskSetup:
     """The setup of a trial at `level` of `axis_name` (the first axis defined for `world` when
     None), as a campaign would plan it."""
-    from indgen_core.axes import library
+    from indgen_core.axes.progression import library
 
     registry.load(registry.WORLDS, world)  # an unknown world: its did-you-mean, before anything else
     axes = library()

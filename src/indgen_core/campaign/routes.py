@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from indgen_core import blind
+from indgen_core.campaign import blind
 from indgen_core.store import CampaignRecord
 
 

@@ -33,10 +33,11 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from indgen_core import analysis, runner
+from indgen_core.campaign import runner
+from indgen_core.campaign.runner import Progress, RunSummary
 from indgen_core.errors import IndGenError, require
 from indgen_core.records import Outcome, TaskSetup, TrialResult
-from indgen_core.runner import Progress, RunSummary
+from indgen_core.report import analysis
 from indgen_core.store import ResultsStore
 
 #: the scheduler must not re-run a task whose worker died (the driver does, and records the
@@ -57,7 +58,7 @@ _local = threading.local()
 def _executor(world: str, options_json: str, endpoints_json: str):
     """This worker thread's executor for (world, options), built on first use and kept."""
     from indgen_core import registry
-    from indgen_core.inprocess import InProcessExecutor
+    from indgen_core.campaign.inprocess import InProcessExecutor
 
     cache = getattr(_local, "executors", None)
     if cache is None:

@@ -14,7 +14,9 @@ import re
 import struct
 from collections.abc import Callable
 
-from indgen_core import auth, axes, records
+from indgen_core import records
+from indgen_core.axes import progression
+from indgen_core.campaign import auth
 
 #: a message's fields and their rosidl types ({"partial_score": "float", ...}); rclpy messages
 #: answer it themselves, a bag's decoded messages through their decoder
@@ -64,7 +66,7 @@ def setup_from_msg(m) -> records.TaskSetup:
         axis=m.axis,
         level=int(m.level),
         in_distribution=bool(m.in_distribution),
-        parameters=tuple(axes.ParameterValue(p.name, float(p.value), p.unit) for p in m.parameters),
+        parameters=tuple(progression.ParameterValue(p.name, float(p.value), p.unit) for p in m.parameters),
         trial_index=int(m.trial_index),
         seed=int(m.seed),
         policy=m.policy,

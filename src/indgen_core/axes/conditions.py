@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from indgen_core.axes import Axis, Level
+from indgen_core.axes.progression import Axis, Level
 from indgen_core.errors import IndGenError
 
 SINGLE_AXIS, ATOMIC_STEP, NESTING, FEASIBILITY = "single_axis", "atomic_step", "nesting", "feasibility"

@@ -51,8 +51,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from indgen_core import sequential
-from indgen_core.stats import DEFAULT_CONFIDENCE, DEFAULT_THRESHOLD
+from indgen_core.stats import sequential
+from indgen_core.stats.level_stats import DEFAULT_CONFIDENCE, DEFAULT_THRESHOLD
 
 #: the optimism of the bounds that price each witness, and the looser bounds other levels
 #: lend it through the monotone envelope (steering only, never a claim)

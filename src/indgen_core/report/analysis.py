@@ -1,6 +1,6 @@
 """From stored results to the numbers a report shows: per policy and level, the success
 rate with its interval (exact for a fixed n reported once, the confidence sequence for a
-sequential or unfinished campaign: `stats.py`), the break level as the paper estimates it and
+sequential or unfinished campaign: `level_stats.py`), the break level as the paper estimates it and
 the claims with a guarantee, monotonicity (black-box axes), paired comparisons of the
 policies (comparisons.py), and the trials that were invalid or aborted."""
 
@@ -11,15 +11,16 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from indgen_core import blind, ppi, stats
-from indgen_core import comparisons as comparisons_mod
-from indgen_core import plan as plan_mod
+from indgen_core.campaign import blind
+from indgen_core.campaign import plan as plan_mod
 from indgen_core.campaign import planning as campaign_mod
 from indgen_core.campaign.config import AnalysisPlan
+from indgen_core.campaign.runner import completed_outcomes, level_places
 from indgen_core.errors import IndGenError
-from indgen_core.records import SCORED_NAMES, scored_count
-from indgen_core.runner import completed_outcomes, level_places
-from indgen_core.sequential import DEFAULT_ALPHA
+from indgen_core.records import SCORED_NAMES
+from indgen_core.stats import comparisons as comparisons_mod
+from indgen_core.stats import level_stats, ppi
+from indgen_core.stats.sequential import DEFAULT_ALPHA
 from indgen_core.store import CampaignRecord, ResultsStore
 
 
@@ -27,18 +28,18 @@ from indgen_core.store import CampaignRecord, ResultsStore
 class PolicyCurve:
     campaign_id: str
     policy: str
-    levels: list[stats.LevelStat]
-    breaks: stats.BreakReport
-    monotonicity: stats.Monotonicity | None
+    levels: list[level_stats.LevelStat]
+    breaks: level_stats.BreakReport
+    monotonicity: level_stats.Monotonicity | None
     pending: int = 0
     skipped: int = 0
     aborted_attempts: int = 0
-    #: per side, "held through k*" and "broken at k" with their stated error (stats.guarantee)
-    guarantee: dict[int, stats.SideGuarantee] = field(default_factory=dict)
+    #: per side, "held through k*" and "broken at k" with their stated error (level_stats.guarantee)
+    guarantee: dict[int, level_stats.SideGuarantee] = field(default_factory=dict)
     #: per side, the break set of a campaign run by the break search (plan.BreakSearchRule)
     search: dict[int, plan_mod.SideSearch] = field(default_factory=dict)
 
-    def level(self, k: int) -> stats.LevelStat | None:
+    def level(self, k: int) -> level_stats.LevelStat | None:
         return next((s for s in self.levels if s.level == k), None)
 
 
@@ -48,7 +49,7 @@ class CampaignSummary:
     curves: list[PolicyCurve]
     comparisons: list[comparisons_mod.Comparison] = field(default_factory=list)
     invalid: list[dict[str, Any]] = field(default_factory=list)
-    threshold: float = stats.DEFAULT_THRESHOLD
+    threshold: float = level_stats.DEFAULT_THRESHOLD
     #: (policy, level) -> {check: times true} over scored results, for the yes/no checks a
     #: world reports in its details (LIBERO: libero_success beside IndGen's strict_success)
     checks: dict[tuple[str, int], dict[str, int]] = field(default_factory=dict)
@@ -74,7 +75,7 @@ class CampaignSummary:
 
     @property
     def interval_kind(self) -> str:
-        return stats.SEQUENCE if self.anytime else stats.EXACT
+        return level_stats.SEQUENCE if self.anytime else level_stats.EXACT
 
     @property
     def black_box(self) -> bool:
@@ -88,7 +89,7 @@ class CampaignSummary:
 def summarize(
     store: ResultsStore,
     campaign_id: str,
-    confidence: float = stats.DEFAULT_CONFIDENCE,
+    confidence: float = level_stats.DEFAULT_CONFIDENCE,
     live: bool = False,
     twin: str | None = None,
 ) -> CampaignSummary:
@@ -113,16 +114,16 @@ def summarize(
             c = counts.get((policy, k))
             if c is None:
                 continue
-            pending += c["pending"]
-            skipped += c["skipped"]
-            aborted += c["aborted"]
-            n, successes = prefix[(policy, k)] if prefix is not None else (scored_count(c), c["success"])
+            pending += c.pending
+            skipped += c.skipped
+            aborted += c.aborted
+            n, successes = prefix[(policy, k)] if prefix is not None else (c.scored, c.successes)
             levels.append(
-                stats.LevelStat(
+                level_stats.LevelStat(
                     level=k,
                     n=n,
                     successes=successes,
-                    invalid=c["invalid"],
+                    invalid=c.invalid,
                     in_distribution=lv.in_distribution,
                     distance=lv.distance,
                     side=lv.side,
@@ -131,18 +132,18 @@ def summarize(
                     anytime=anytime,
                 )
             )
-        mono = stats.monotonicity(levels) if record.axis_snapshot.regime == "black_box" else None
+        mono = level_stats.monotonicity(levels) if record.axis_snapshot.regime == "black_box" else None
         curves.append(
             PolicyCurve(
                 campaign_id,
                 names[policy],
                 levels,
-                stats.break_levels(levels, threshold),
+                level_stats.break_levels(levels, threshold),
                 mono,
                 pending,
                 skipped,
                 aborted,
-                stats.guarantee(levels, threshold, confidence),
+                level_stats.guarantee(levels, threshold, confidence),
                 plan_mod.side_searches(policy, outcomes, level_places(record), threshold, confidence)
                 if isinstance(rule, plan_mod.BreakSearchRule)
                 else {},
@@ -201,7 +202,7 @@ def summarize(
 
 
 def twin_besides(
-    store: ResultsStore, campaign_id: str, twin_id: str, confidence: float = stats.DEFAULT_CONFIDENCE
+    store: ResultsStore, campaign_id: str, twin_id: str, confidence: float = level_stats.DEFAULT_CONFIDENCE
 ) -> list[tuple[str, ppi.TwinBeside]]:
     """Per policy and level, the real-only interval and the twin beside it (ppi.py). The twin
     campaign must be on the same axis and levels, run the same policy, and have run every seed
@@ -325,7 +326,7 @@ def compare_arms(
 
 
 def compare_policies(
-    rows, policies, confidence: float = stats.DEFAULT_CONFIDENCE, labels: dict[str, str] | None = None
+    rows, policies, confidence: float = level_stats.DEFAULT_CONFIDENCE, labels: dict[str, str] | None = None
 ) -> list[comparisons_mod.Comparison]:
     """The policies of one campaign against each other (they share the plan's seeds)."""
     rows = list(rows)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from indgen_core import break_search, sequential, stats
+from indgen_core.stats import break_search, level_stats, sequential
 from indgen_core.store import PlannedTrial
 
 #: level -> (atomic steps from tau_0, side: 0 in distribution, +1 / -1 beyond)
@@ -97,8 +97,8 @@ class AdaptiveRule:
     each level's planned trials (`done`), so that trials finishing out of order (a success
     ends early, a failure runs to the step limit) never steer it."""
 
-    threshold: float = stats.DEFAULT_THRESHOLD
-    confidence: float = stats.DEFAULT_CONFIDENCE
+    threshold: float = level_stats.DEFAULT_THRESHOLD
+    confidence: float = level_stats.DEFAULT_CONFIDENCE
     min_trials: int = 1
 
     def skip_reason(
@@ -111,7 +111,7 @@ class AdaptiveRule:
         level's completed prefix, or None. `distance[k]` is (atomic steps from tau_0, side)."""
         n, s = done.get((trial.policy, trial.level), (0, 0))
         verdict = self.verdict(n, s)
-        if verdict != stats.UNDECIDED:
+        if verdict != level_stats.UNDECIDED:
             return f"level k={trial.level} already {verdict} after {n} trials"
         d, side = distance[trial.level]
         for (policy, level), (n2, s2) in done.items():
@@ -121,14 +121,14 @@ class AdaptiveRule:
                 and side2 == side
                 and side != 0
                 and d2 < d
-                and self.verdict(n2, s2) == stats.BROKEN
+                and self.verdict(n2, s2) == level_stats.BROKEN
             ):
                 return f"beyond the shown break at k={level}"
         return None
 
     def verdict(self, n: int, s: int) -> str:
         if n < self.min_trials:
-            return stats.UNDECIDED
+            return level_stats.UNDECIDED
         return sequential.verdict(s, n, self.threshold, self.confidence)
 
     def choose(self, pending: Sequence[PlannedTrial], outcomes: Outcomes, places: Places) -> Choice:
@@ -208,8 +208,8 @@ class BreakSearchRule:
     assumption, that policy falls back to the per-level sweep (AdaptiveRule). trials_per_level
     is the most any one level may take."""
 
-    threshold: float = stats.DEFAULT_THRESHOLD
-    confidence: float = stats.DEFAULT_CONFIDENCE
+    threshold: float = level_stats.DEFAULT_THRESHOLD
+    confidence: float = level_stats.DEFAULT_CONFIDENCE
 
     def choose(self, pending: Sequence[PlannedTrial], outcomes: Outcomes, places: Places) -> Choice:
         sweep = AdaptiveRule(self.threshold, self.confidence)

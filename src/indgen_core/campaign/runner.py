@@ -89,7 +89,7 @@ def choose_next(store: ResultsStore, record, rule, candidates: list[PlannedTrial
     those that need not run: all of them once a registered A/B is decided, else those the
     adaptive rule passes over. Skipped candidates leave `candidates`. Returns (trial or None,
     how many were skipped now); None with candidates left: what runs next waits on results."""
-    from indgen_core.analysis import decided_reason  # (analysis reads the runner's counts)
+    from indgen_core.report.analysis import decided_reason  # (analysis reads the runner's counts)
 
     decided = decided_reason(store, record)
     if decided:  # an A/B that stops once decided: every trial still pending is not needed

@@ -8,7 +8,7 @@ The arm controller's gains, clamps and tolerances are not repeated here: they ar
 the ros2_control YAML the spawner loads (`bringup.arm_controllers`), so the bounds the runner
 promises (no segment carries the reference more than `arm.max_lead` ahead of the measured arm,
 and the controller's worst-case torque against a blocked joint stays within
-`arm.max_torque_fraction` of its limit: indgen_core/arm_bounds.py) are checked against the
+`arm.max_torque_fraction` of its limit: indgen_core/cell/arm_bounds.py) are checked against the
 gains the controller really runs with.
 """
 
@@ -21,9 +21,10 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from indgen_core import arm_bounds, paths
-from indgen_core.arm_controller import ArmController, read_arm_controller
-from indgen_core.cell_config import BringupConfig, FrankaConfig, RecorderConfig, UvcConfig
+from indgen_core import paths
+from indgen_core.cell import arm_bounds
+from indgen_core.cell.arm_controller import ArmController, read_arm_controller
+from indgen_core.cell.cell_config import BringupConfig, FrankaConfig, RecorderConfig, UvcConfig
 from indgen_core.configfile import ConfigError, load_model
 
 DOF = 7
@@ -81,7 +82,7 @@ class ArmConfig(BaseModel):
     #: rad kept clear of every position limit
     position_margin: float = Field(default=0.05, ge=0)
     #: rad, per joint: the most any segment the runner sends can carry the controller's
-    #: reference ahead of where the arm was measured (its reach: indgen_core/arm_bounds.py). It
+    #: reference ahead of where the arm was measured (its reach: indgen_core/cell/arm_bounds.py). It
     #: bounds the lead over a blocked joint (which the controller pushes with at most
     #: p x max_lead) and how far the arm moves if no further command comes (a stalled or killed
     #: runner, a late policy); the runner caps each joint's speed to keep it.

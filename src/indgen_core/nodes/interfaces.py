@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from indgen_core import topics
-from indgen_core.node_declarations import calls, calls_action, param, publishes, serves, serves_action, subscribes
+from indgen_core.nodes.declarations import calls, calls_action, param, publishes, serves, serves_action, subscribes
 
 # -- progression_manager -----------------------------------------------------------------------
 

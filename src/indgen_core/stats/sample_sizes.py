@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from indgen_core import sequential
 from indgen_core.errors import IndGenError
-from indgen_core.stats import DEFAULT_CONFIDENCE
+from indgen_core.stats import sequential
+from indgen_core.stats.level_stats import DEFAULT_CONFIDENCE
 
 #: the planning alternative when the user states no expected rate: threshold +- this
 PLANNING_MARGIN = 0.15
@@ -209,7 +209,7 @@ def simulate_search(
     seed: int = 0,
 ) -> SearchPlan:
     """The break search and the per-level sweep on the expected curve `rates` (tau_0 outward)."""
-    from indgen_core import break_search
+    from indgen_core.stats import break_search
 
     rng = np.random.default_rng(seed)
     truth = next((j for j, r in enumerate(rates) if r < threshold), len(rates))

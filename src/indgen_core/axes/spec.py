@@ -13,8 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from indgen_core.stats import DEFAULT_THRESHOLD
-from indgen_core.units import UNITS
+from indgen_core.axes.units import UNITS
+from indgen_core.stats.level_stats import DEFAULT_THRESHOLD
 
 SLUG = re.compile(r"^[a-z][a-z0-9_]*$")
 

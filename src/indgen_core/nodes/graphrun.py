@@ -18,8 +18,9 @@ from typing import Any
 
 import yaml
 
-from indgen_core import graph, launcher, paths
+from indgen_core import graph, paths
 from indgen_core.errors import IndGenError
+from indgen_core.nodes import launcher
 
 
 def free_port() -> int:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import time
 
-from indgen_core import messages
+from indgen_core.nodes import messages
 from indgen_core.policy import robot_mismatch
 
 

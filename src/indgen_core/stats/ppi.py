@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from indgen_core.errors import IndGenError
-from indgen_core.stats import DEFAULT_CONFIDENCE, exact_interval
+from indgen_core.stats.level_stats import DEFAULT_CONFIDENCE, exact_interval
 
 #: share of alpha spent on the twin's own rate (the twin's many trials need little)
 ALPHA_TWIN_SHARE = 0.25

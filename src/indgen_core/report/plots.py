@@ -8,7 +8,7 @@ import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from indgen_core.analysis import CampaignSummary
+from indgen_core.report.analysis import CampaignSummary
 
 FIGSIZE_IN = (7.0, 4.5)
 DPI = 150
