@@ -19,7 +19,7 @@ PYTEST_ARGS ?=
 MENAGERIE_ROOT ?= $(wildcard $(abspath ../shared/menagerie))
 export MENAGERIE_ROOT
 
-.PHONY: help setup libero lerobot demo twin-checkpoint test test-fast static lint docs docs-serve lock clean
+.PHONY: help setup libero lerobot robocasa demo twin-checkpoint test test-fast static lint docs docs-serve lock clean
 
 help:
 	@echo "make demo   set up, then run the main job (README.md)"
@@ -29,6 +29,7 @@ help:
 	@echo "make test-fast  the same without the slow end-to-end cases"
 	@echo "make setup  only the set-up"
 	@echo "make libero add the optional LIBERO-Object world (make test does)"
+	@echo "make robocasa  RoboCasa in its own environment, for the robocasa world (make test does)"
 	@echo "make lerobot  lerobot in its own environment, for indgen dataset export (make test does)"
 	@echo "make twin-checkpoint  train the tau_0 checkpoint the demo ships with again"
 	@echo "make lock   re-pin requirements/constraints.txt from the current .venv"
@@ -90,6 +91,15 @@ $(LEROBOT_ENV)/.stamp: scripts/setup-lerobot.sh requirements/lerobot.txt
 	scripts/setup-lerobot.sh $(LEROBOT_ENV)
 	@touch $@
 
+# RoboCasa in its own environment (1.3 GB: robosuite 1.5.2, mujoco 3.9, numpy 1.26), for the
+# robocasa world; its worker runs there (src/indgen_sim/robocasa/worker)
+ROBOCASA_ENV ?= .venv-robocasa
+robocasa: $(ROBOCASA_ENV)/.stamp
+
+$(ROBOCASA_ENV)/.stamp: scripts/setup-robocasa.sh requirements/robocasa.txt
+	scripts/setup-robocasa.sh $(ROBOCASA_ENV)
+	@touch $@
+
 demo: $(STAMPS)/install-run
 	$(BIN)/indgen twin demo --axis stack
 
@@ -99,7 +109,7 @@ TWIN_CHECKPOINT := src/indgen_sim/twin/checkpoints/bc_tau0_builtin.pt
 twin-checkpoint: $(STAMPS)/install-run
 	MENAGERIE_ROOT= $(BIN)/indgen twin train-bc --robot builtin --out $(TWIN_CHECKPOINT)
 
-test: setup libero lerobot static docs
+test: setup libero lerobot robocasa static docs
 	@mkdir -p build
 	@set +e; PYTHON=$(BIN)/python scripts/run-tests.sh $(PYTEST_ARGS); rc=$$?; echo $$rc > build/pytest.rc; exit $$rc
 
@@ -131,4 +141,4 @@ lock: setup
 	@echo "pinned $$(wc -l < $(CONSTRAINTS)) packages in $(CONSTRAINTS)"
 
 clean:
-	rm -rf $(VENV) $(LEROBOT_ENV) build docs/_build docs/reference
+	rm -rf $(VENV) $(LEROBOT_ENV) $(ROBOCASA_ENV) build docs/_build docs/reference

@@ -108,11 +108,13 @@ setup(
             "blockenv = indgen_sim.blockenv.world:BlockEnvWorld",
             "droid_twin = indgen_sim.twin.world:DroidTwinWorld",
             "libero = indgen_sim.libero.world:LiberoWorld",
+            "robocasa = indgen_sim.robocasa.world:RobocasaWorld",
         ],
         "indgen.specs": [
             "blockenv = indgen_core.specs.blockenv:BlockEnvSpec",
             "droid = indgen_core.specs.droid:DroidSpec",
             "libero = indgen_core.specs.libero:LiberoSpec",
+            "robocasa = indgen_core.specs.robocasa:RobocasaSpec",
         ],
         "indgen.policies": [
             "blockenv_oracle = indgen_sim.blockenv.policies:BlockEnvOraclePolicy",
@@ -123,7 +125,10 @@ setup(
             "droid_twin_bc = indgen_sim.twin.bc:TwinBCPolicy",
             "droid_twin_vision = indgen_sim.twin.vision:TwinVisionPolicy",
             "libero_oracle = indgen_sim.libero.oracle:LiberoOracle",
+            "robocasa_oracle = indgen_sim.robocasa.oracle:RobocasaOracle",
         ],
+        # `indgen doctor` lines of optional worlds: a callable returning (item, status, detail, fix)
+        "indgen.doctor": ["robocasa = indgen_sim.robocasa.assets:doctor_check"],
         # oracle demonstrations by world, for `indgen dataset export --oracle WORLD`
         "indgen.demos": ["droid_twin = indgen_sim.twin.demos:oracle_episodes"],
         "indgen.commands": [

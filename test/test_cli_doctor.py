@@ -70,7 +70,7 @@ def test_doctor_json_reports_every_item():
     assert proc.returncode == 0, proc.stderr
     checks = {c["item"]: c for c in json.loads(proc.stdout)}
     assert set(checks) == {"Python", "rclpy / RMW", "indgen_msgs", "MuJoCo / GL", "torch", "LIBERO",
-                           "FR3 model", "openpi-client"}
+                           "FR3 model", "openpi-client", "RoboCasa"}
     for item in ("Python", "rclpy / RMW", "indgen_msgs"):
         assert checks[item]["status"] == "ok" and checks[item]["required"]
     assert "rmw_" in checks["rclpy / RMW"]["detail"]

@@ -168,7 +168,8 @@ def test_bad_assignments_and_profiles_are_one_sentence():
     assert proc.returncode == 2 and "arguments are written name:=value, got 'port=1'" in proc.stderr
     proc = subprocess.run([sys.executable, "-m", "indgen_core.cli", "launch", "nope"], capture_output=True, text=True)
     assert proc.returncode == 2
-    assert "no graph profile 'nope'; known: blockenv_axis, libero_axis, scale_axis, stack_axis" in proc.stderr
+    known = "blockenv_axis, libero_axis, robocasa_axis, scale_axis, stack_axis"
+    assert f"no graph profile 'nope'; known: {known}" in proc.stderr
 
 
 def test_launcher_prefixes_output_and_stops_everything_on_sigterm(tmp_path):

@@ -155,3 +155,19 @@ def test_no_import_circle():
     assert circles == [], f"modules that import each other: {circles}"
     # the graph has the edges it should (a check over an empty graph would pass as well)
     assert "indgen_core.store.records" in graph["indgen_core.store.campaigns"]
+
+
+def test_the_robocasa_worker_imports_nothing_of_indgens_own():
+    """worker/ runs in RoboCasa's environment (robosuite 1.5.2, numpy 1), where IndGen is not
+    installed: it may import the standard library, numpy, RoboCasa's stack and its own
+    folder's modules (by their plain names), nothing else of IndGen's."""
+    folder = SRC / "indgen_sim" / "robocasa" / "worker"
+    siblings = {p.stem for p in folder.glob("*.py")}
+    found = [
+        f"{path.name}:{line} imports {module}"
+        for path in sorted(folder.glob("*.py"))
+        for line, module in _imports(path)
+        if module.split(".")[0] in PACKAGES and not module.startswith("indgen_sim.robocasa.worker")
+    ]
+    assert found == [], found
+    assert {"frames", "kitchen", "rs_compat"} <= siblings

@@ -19,12 +19,18 @@ WORLDS = [
     ("blockenv", {}),
     ("droid_twin", {"builtin": True}),
     pytest.param("libero", {"cameras": True}, marks=pytest.mark.slow),
+    pytest.param("robocasa", {"cameras": True}, marks=pytest.mark.slow),
 ]
 
 
 def _libero_or_skip(world: str) -> None:
     if world == "libero":
         pytest.importorskip("libero", reason="LIBERO is installed by `make libero` (and `make test`)")
+    if world == "robocasa":
+        from indgen_sim.robocasa.world import env_root
+
+        if not (env_root() / "bin" / "python").exists():
+            pytest.skip(f"RoboCasa's environment is not set up at {env_root()} (make robocasa, and make test)")
 
 
 def indgen(*args, env=None):

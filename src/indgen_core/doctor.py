@@ -177,6 +177,19 @@ def check_openpi_client() -> Check:
     return Check("openpi-client", OK, f"openpi-client {_dist_version('openpi-client', 'openpi_client')}")
 
 
+def plugin_checks() -> list[Check]:
+    """Checks a world package registers (entry-point group indgen.doctor): a callable that
+    returns (item, status, detail, fix). One that fails says so as its own line."""
+    checks = []
+    for entry in md.entry_points(group="indgen.doctor"):
+        try:
+            item, status, detail, fix = entry.load()()
+        except Exception as exc:
+            item, status, detail, fix = entry.name, WARN, f"its check failed: {exc}"[:160], ""
+        checks.append(Check(str(item), status if status in (OK, MISSING, WARN) else WARN, str(detail), str(fix)))
+    return checks
+
+
 def run_checks(render_probe: bool = True) -> list[Check]:
     checks: list[Callable[[], Check]] = [
         check_python,
@@ -188,7 +201,7 @@ def run_checks(render_probe: bool = True) -> list[Check]:
         check_fr3_model,
         check_openpi_client,
     ]
-    return [fn() for fn in checks]
+    return [fn() for fn in checks] + plugin_checks()
 
 
 def exit_status(results: list[Check]) -> int:

@@ -54,6 +54,12 @@ def camera_topic(camera: str) -> str:
 LIBERO_EEF_POSE = "/libero/eef_pose"
 LIBERO_OSC_COMMAND = "/libero/osc_command"
 
+# RoboCasa (simulation only): the PandaOmron's end effector in its base's frame, the base in the
+# world, and the 12-value command (arm delta, gripper, base, torso, mode)
+ROBOCASA_EEF_POSE = "/robocasa/eef_pose"
+ROBOCASA_BASE_POSE = "/robocasa/base_pose"
+ROBOCASA_COMMAND = "/robocasa/command"
+
 # The FR3 hardware stand-in's services in place of franka's recovery interfaces (whose message
 # packages are not on PyPI): std_srvs/Trigger, one per step, in franka_hardware's order. The
 # first three restore the robot's state (nothing moves: no controller claims a command

@@ -18,7 +18,7 @@ from indgen_core.nodes.interfaces import world_node_endpoints
 
 @dataclass(frozen=True)
 class PolicyNodeParameters:
-    spec: str = param("blockenv", "observation/action spec: blockenv, droid, libero")
+    spec: str = param("blockenv", "observation/action spec: blockenv, droid, libero, robocasa")
     server_uri: str = param(
         "ws://127.0.0.1:8000",
         "ws://host:port of the policy server (of every policy the campaign's `endpoints` do not route elsewhere: "
@@ -105,6 +105,11 @@ POLICY_NODE_ENDPOINTS = (
     publishes(topics.GRIPPER_COMMAND, "std_msgs/msg/Float64MultiArray", "spec droid: gripper position"),
     subscribes(topics.LIBERO_EEF_POSE, "geometry_msgs/msg/PoseStamped", "spec libero: the end effector's pose"),
     publishes(topics.LIBERO_OSC_COMMAND, "std_msgs/msg/Float64MultiArray", "spec libero: the OSC command"),
+    subscribes(
+        topics.ROBOCASA_EEF_POSE, "geometry_msgs/msg/PoseStamped", "spec robocasa: the end effector, base frame"
+    ),
+    subscribes(topics.ROBOCASA_BASE_POSE, "geometry_msgs/msg/PoseStamped", "spec robocasa: the mobile base's pose"),
+    publishes(topics.ROBOCASA_COMMAND, "std_msgs/msg/Float64MultiArray", "spec robocasa: the 12-value command"),
 )
 
 

@@ -65,7 +65,7 @@ SIM_BRIDGE_ENDPOINTS = (
     ),
     publishes(topics.BLOCKENV_OBSERVATION, "indgen_msgs/msg/GridObservation", "world blockenv: the grid each tick"),
     subscribes(topics.BLOCKENV_ACTION, "indgen_msgs/msg/GridAction", "world blockenv: the move that answers it"),
-    publishes(topics.CONTROL_TICK, "indgen_msgs/msg/ControlTick", "worlds droid_twin, libero: each tick"),
+    publishes(topics.CONTROL_TICK, "indgen_msgs/msg/ControlTick", "worlds droid_twin, libero, robocasa: each tick"),
     publishes(
         topics.JOINT_STATES, "sensor_msgs/msg/JointState", "world droid_twin: the arm's and gripper's joint states"
     ),
@@ -77,11 +77,20 @@ SIM_BRIDGE_ENDPOINTS = (
     subscribes(
         topics.IMAGE_REQUEST, "indgen_msgs/msg/ImageRequest", "world droid_twin: the cameras to render this tick"
     ),
-    publishes(topics.OBJECT_POSES, "indgen_msgs/msg/ObjectPoses", "worlds droid_twin, libero: privileged object poses"),
+    publishes(
+        topics.OBJECT_POSES,
+        "indgen_msgs/msg/ObjectPoses",
+        "worlds droid_twin, libero, robocasa: privileged object poses",
+    ),
     subscribes(topics.ARM_VELOCITY_COMMAND, "std_msgs/msg/Float64MultiArray", "world droid_twin: joint velocities"),
     subscribes(topics.GRIPPER_COMMAND, "std_msgs/msg/Float64MultiArray", "world droid_twin: gripper position"),
     publishes(topics.LIBERO_EEF_POSE, "geometry_msgs/msg/PoseStamped", "world libero: the end effector's pose"),
     subscribes(topics.LIBERO_OSC_COMMAND, "std_msgs/msg/Float64MultiArray", "world libero: the OSC command"),
+    publishes(
+        topics.ROBOCASA_EEF_POSE, "geometry_msgs/msg/PoseStamped", "world robocasa: the end effector, base frame"
+    ),
+    publishes(topics.ROBOCASA_BASE_POSE, "geometry_msgs/msg/PoseStamped", "world robocasa: the mobile base's pose"),
+    subscribes(topics.ROBOCASA_COMMAND, "std_msgs/msg/Float64MultiArray", "world robocasa: the 12-value command"),
 )
 
 

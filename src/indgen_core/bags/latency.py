@@ -22,7 +22,7 @@ from indgen_core import topics
 from indgen_core.bags.trials import POLICY_EXCHANGE, deserialize, records
 
 #: topics whose messages answer a control tick, by the tick's sequence (layout.data_offset)
-SEQUENCED_COMMANDS = {topics.ARM_VELOCITY_COMMAND, topics.LIBERO_OSC_COMMAND}
+SEQUENCED_COMMANDS = {topics.ARM_VELOCITY_COMMAND, topics.LIBERO_OSC_COMMAND, topics.ROBOCASA_COMMAND}
 WANTED = {
     topics.CONTROL_TICK,
     topics.BLOCKENV_OBSERVATION,

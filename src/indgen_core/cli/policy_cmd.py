@@ -24,7 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "openpi's protocol) or a registered policy name (INDGEN_POLICIES=name=module:Class).",
     )
     c.add_argument("target", help="ws://HOST:PORT of a policy server, or a registered policy name")
-    c.add_argument("--world", required=True, help="the world whose request to send (blockenv, droid_twin, libero)")
+    c.add_argument(
+        "--world", required=True, help="the world whose request to send (blockenv, droid_twin, libero, robocasa)"
+    )
     c.add_argument("--axis", help="the axis (default: the first defined for the world)")
     c.add_argument("--level", type=int, default=0, help="the level k (default 0)")
     c.add_argument("--seed", type=int, default=0, help="the trial's seed (default 0)")

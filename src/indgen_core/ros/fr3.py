@@ -63,6 +63,14 @@ def read_joint_state(msg: JointState) -> tuple[np.ndarray, float]:
     return q, g
 
 
+def read_fixed(msg, size: int, what: str) -> np.ndarray:
+    """A command's `size` values, finite; BadCommand (with a brief of what came) otherwise."""
+    a = np.asarray(msg.data, dtype=np.float64)
+    if a.shape != (size,) or not np.all(np.isfinite(a)):
+        raise BadCommand(f"{what} must be {size} finite values, got {brief(a)}")
+    return a
+
+
 def command(values, sequence: int, label: str) -> Float64MultiArray:
     values = [float(v) for v in values]
     msg = Float64MultiArray(data=values)

@@ -10,7 +10,7 @@ from geometry_msgs.msg import Point, PoseStamped, Quaternion
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from indgen_core.ros.fr3 import BadCommand, brief, command
+from indgen_core.ros.fr3 import BadCommand, command, read_fixed
 from indgen_core.specs.libero import axis_angle_to_quat_xyzw, quat_xyzw_to_axis_angle
 
 FINGERS = ("gripper0_finger_joint1", "gripper0_finger_joint2")
@@ -44,7 +44,4 @@ def osc_command(action, sequence: int) -> Float64MultiArray:
 
 
 def read_osc_command(msg: Float64MultiArray) -> np.ndarray:
-    a = np.asarray(msg.data, dtype=np.float64)
-    if a.shape != (7,) or not np.all(np.isfinite(a)):
-        raise BadCommand(f"LIBERO command must be 7 finite values, got {brief(a)}")
-    return a
+    return read_fixed(msg, 7, "LIBERO command")

@@ -42,6 +42,37 @@ EPISODE_FIELDS = (
 )
 
 
+#: the privileged keys of a pick-and-place world (LIBERO, RoboCasa), sent in simulation only:
+#: what a scripted oracle reads and a trained policy must never be given
+PICK_PLACE_PRIVILEGED = (
+    WireField(
+        "privileged/objects/",
+        "float64",
+        (7,),
+        "each object's pose: position (m) and quaternion (w, x, y, z), in the world",
+        "simulation only (privileged:=true)",
+    ),
+    WireField("privileged/pick", "str", (), "the object to pick", "simulation only (privileged:=true)"),
+    WireField("privileged/place", "str", (), "where it goes", "simulation only (privileged:=true)"),
+    WireField(
+        "privileged/grasp",
+        "float64",
+        ("n",),
+        "the pick object's top centre and the yaw of its footprint's short axis",
+        "simulation only (privileged:=true)",
+    ),
+)
+
+
+def add_pick_place_privileged(request: dict[str, Any], obs: Observation) -> None:
+    """The PICK_PLACE_PRIVILEGED keys from a world's observation (none when it has no objects)."""
+    for name, pose in (obs.get("objects") or {}).items():
+        request[f"privileged/objects/{name}"] = np.asarray(pose, dtype=np.float64)
+    if obs.get("objects"):
+        request["privileged/pick"], request["privileged/place"] = obs["pick"], obs["place"]
+        request["privileged/grasp"] = np.asarray(obs["grasp"], dtype=np.float64)
+
+
 class BadAction(IndGenError):
     """A reply that must not be executed (NaN, wrong shape, out of range); nothing is sent."""
 

@@ -18,7 +18,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from indgen_core.specs import EPISODE_FIELDS, Spec, WireField, reply_array
+from indgen_core.specs import (
+    EPISODE_FIELDS,
+    PICK_PLACE_PRIVILEGED,
+    Spec,
+    WireField,
+    add_pick_place_privileged,
+    reply_array,
+)
 from indgen_core.specs.droid import letterbox
 
 SETTLE_STEPS = 10
@@ -55,22 +62,7 @@ class LiberoSpec(Spec):
         ),
         WireField("prompt", "str", (), "the task's language instruction"),
         *EPISODE_FIELDS,
-        WireField(
-            "privileged/objects/",
-            "float64",
-            (7,),
-            "each object's pose: position (m) and quaternion",
-            "simulation only (privileged:=true)",
-        ),
-        WireField("privileged/pick", "str", (), "the object to pick", "simulation only (privileged:=true)"),
-        WireField("privileged/place", "str", (), "where to place it", "simulation only (privileged:=true)"),
-        WireField(
-            "privileged/grasp",
-            "float64",
-            ("n",),
-            "the pick object's top and footprint",
-            "simulation only (privileged:=true)",
-        ),
+        *PICK_PLACE_PRIVILEGED,
     )
     reply_fields = (
         WireField(
@@ -95,11 +87,7 @@ class LiberoSpec(Spec):
             req["observation/image"] = letterbox(upright(images["agentview"]))
         if "wrist" in images:
             req["observation/wrist_image"] = letterbox(upright(images["wrist"]))
-        for name, pose in (obs.get("objects") or {}).items():
-            req[f"privileged/objects/{name}"] = np.asarray(pose, dtype=np.float64)
-        if obs.get("objects"):
-            req["privileged/pick"], req["privileged/place"] = obs["pick"], obs["place"]
-            req["privileged/grasp"] = np.asarray(obs["grasp"], dtype=np.float64)
+        add_pick_place_privileged(req, obs)
         return req
 
     def actions(self, reply):

@@ -20,6 +20,7 @@ from indgen_core.lists import parse_names
 from indgen_core.nodes import messages
 from indgen_core.ros import fr3
 from indgen_core.ros import libero as libero_msgs
+from indgen_core.ros import robocasa as robocasa_msgs
 from indgen_core.ros.base import LOCKSTEP, TICKS, subscribe
 from indgen_core.ros.latest import LatestReader
 from indgen_msgs.msg import ControlTick, GridAction, GridObservation, ImageRequest, ObjectPoses
@@ -336,6 +337,28 @@ class LiberoPolicyIO(StampedTickIO):
         self.pub.publish(libero_msgs.osc_command(action, tick.sequence))
 
 
+class RobocasaPolicyIO(StampedTickIO):
+    """RoboCasa's topics (indgen_core.ros.robocasa)."""
+
+    spec = "robocasa"
+
+    def __init__(self, node, on_tick: Callable[[Tick], None]):
+        super().__init__(node, on_tick)
+        self.part(JointState, topics.JOINT_STATES, "fingers")
+        self.part(PoseStamped, topics.ROBOCASA_EEF_POSE, "eef")
+        self.part(PoseStamped, topics.ROBOCASA_BASE_POSE, "base")
+        self.pub = node.create_publisher(Float64MultiArray, topics.ROBOCASA_COMMAND, TICKS)
+
+    def observation(self, parts: dict) -> dict:
+        return {"state": robocasa_msgs.read_state(parts["eef"], parts["base"], parts["fingers"])}
+
+    def privileged_extras(self, msg, obs: dict) -> None:
+        obs["pick"], obs["place"], obs["grasp"] = msg.pick, msg.place, fr3.read_grasp(msg)
+
+    def send(self, tick: Tick, action) -> None:
+        self.pub.publish(robocasa_msgs.robocasa_command(action, tick.sequence))
+
+
 class PolicyIO(Protocol):
     """A spec's topic adapter: built with the node and the tick callback; sends actions out."""
 
@@ -346,4 +369,5 @@ POLICY_IO: dict[str, Callable[..., PolicyIO]] = {
     "blockenv": BlockEnvPolicyIO,
     "droid": DroidPolicyIO,
     "libero": LiberoPolicyIO,
+    "robocasa": RobocasaPolicyIO,
 }

@@ -63,6 +63,7 @@ IO_ADAPTERS = {
     "blockenv": "indgen_sim.ros.blockenv_io:BlockEnvIO",
     "droid": "indgen_sim.ros.droid_io:DroidTwinIO",
     "libero": "indgen_sim.ros.libero_io:LiberoIO",
+    "robocasa": "indgen_sim.ros.robocasa_io:RobocasaIO",
 }
 
 
