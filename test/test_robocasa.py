@@ -171,3 +171,14 @@ def test_one_trial_per_pick_level_through_the_graph(tmp_path, monkeypatch):
         images = sorted(a["level"] for a in store.artifacts("rc", kind="level_image"))
         assert images == [0, 1, 2, 3, 4, 5]
     assert (tmp_path / "rep" / "rc" / "report.html").is_file()
+
+
+def test_a_worker_that_hangs_is_given_up_after_the_reply_timeout():
+    with robocasa_world.RobocasaWorld() as w:
+        w.reset(setup())
+        assert w.worker is not None
+        w.worker.reply_timeout = 2.0
+        os.kill(w.worker.proc.pid, signal.SIGSTOP)  # stuck: alive, answering nothing
+        with pytest.raises(robocasa_world.WorkerGone, match="no answer to step within 2 s"):
+            w.step(np.zeros(12))
+        assert w.worker.proc.poll() is not None  # killed, not left stopped

@@ -1,13 +1,17 @@
 """RoboCasa's scripted oracle for the pick-and-place tasks: through RoboCasa's own PandaOmron
-controllers (OSC_POSE deltas in the base's frame, the mobile base's velocity), on privileged
-state (the object, where it goes, its grasp).
+controllers (OSC_POSE deltas in the base's frame, the mobile base's velocity, the torso), on
+privileged state (the object, where it goes, its grasp).
 
-A state machine of waypoints in the world, each sent as a delta in the base's frame (1.0 = 5
-cm per step, the controller's output_max): drive the base along x until the arm is in front
-of the object, above it, down, close, back out from under the cabinet, up to the target's
-height, (drive to the target's x), in, down onto the compartment's floor or the counter, open,
-out beyond RoboCasa's 0.25 m. Its successes at each level are the feasibility certificates of
-the black-box axes (Appendix B: monotonicity is then checked after the fact)."""
+A state machine of waypoints fixed in the world when each phase starts (1.0 = 5 cm per step,
+the controller's output_max): raise the torso to take an object out of the wall cabinet; stand
+the base STAND_BACK behind what is in the cabinet; drive along the counter when the object is
+out of reach; above the object, turn the fingers across its short side, down, close (and try
+again if it did not come up); out in front of the cabinet, along it low (under its open doors),
+up to the target's height, in, down, open; back out and away beyond RoboCasa's 0.25 m. A
+waypoint it cannot reach is given up when the hand stops moving. Its successes at each level
+are the feasibility certificates of the black-box axes (Appendix B: monotonicity is then
+checked after the fact). Written for, and measured on, the reduced kitchen (worker/kitchen.py).
+"""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import subprocess
 import threading
 from collections import deque
@@ -94,6 +95,11 @@ class WorkerProcess:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         try:
             frames.write_frame(self.proc.stdin, {"op": op, "args": args})  # type: ignore[arg-type]
+            # a worker stuck in RoboCasa (a simulation that never returns) must not hang the
+            # world: no first byte of an answer within reply_timeout is a dead worker
+            ready, _, _ = select.select([self.proc.stdout], [], [], self.reply_timeout)
+            if not ready:
+                raise frames.FrameError(f"no answer to {op} within {self.reply_timeout:g} s")
             reply = frames.read_frame(self.proc.stdout)  # type: ignore[arg-type]
         except (frames.FrameError, BrokenPipeError, OSError) as exc:
             self.broken = True  # whatever it still does, nothing more is asked of it
