@@ -47,6 +47,7 @@ class Worker:
         self.env = None
         self.task = ""
         self.cameras: list[str] = []
+        self.target = np.zeros(3)
 
     # -- requests ------------------------------------------------------------------------------
     def open(self, task: str, assets: str, assets_dir: str, cameras: list[str], image_size: int) -> dict:
@@ -111,6 +112,9 @@ class Worker:
             obs = env.reset()
         except Exception as exc:  # RoboCasa could not place the scene for this level and seed
             return {"invalid": f"RoboCasa could not build the scene: {type(exc).__name__}: {exc}"}
+        # where the object goes is fixed for the episode, from where the object starts
+        position = np.asarray(env.sim.data.body_xpos[env.obj_body_id["obj"]], dtype=np.float64)
+        self.target = self._target(position, np.asarray(env.objects["obj"].size, dtype=np.float64) / 2)
         return {
             "observation": self._observation(obs),
             "language": env.get_ep_meta().get("lang", ""),
@@ -172,7 +176,6 @@ class Worker:
         position = np.asarray(env.sim.data.body_xpos[env.obj_body_id["obj"]], dtype=np.float64)
         quat_wxyz = np.asarray(env.sim.data.body_xquat[env.obj_body_id["obj"]], dtype=np.float64)
         half = np.asarray(env.objects["obj"].size, dtype=np.float64) / 2
-        target = self._target(position, half)
         return {
             "images": {c: np.ascontiguousarray(obs[f"{c}_image"][::-1]) for c in self.cameras if f"{c}_image" in obs},
             "state": {
@@ -186,7 +189,7 @@ class Worker:
             # (x, y, top z, yaw of the footprint's short axis)
             "objects": {
                 "obj": np.concatenate([position, quat_wxyz]),
-                "target": np.concatenate([target, [1.0, 0, 0, 0]]),
+                "target": np.concatenate([self.target, [1.0, 0, 0, 0]]),
             },
             "pick": "obj",
             "place": "target",
