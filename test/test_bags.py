@@ -160,7 +160,7 @@ def test_a_blind_campaign_not_done_shows_no_outcome_from_its_bag(recorded, tmp_p
         config = json.loads(config) | {"blind": True, "blind_labels": {"droid_twin_oracle": "A"}}
         conn.execute("UPDATE campaigns SET config_json=?, status='running' WHERE id='rec'", (json.dumps(config),))
     bag = str(recorded["bag"])
-    for command in ("rescore", "video"):
+    for command in ("rescore", "video", "view"):
         proc = indgen("bag", command, bag, "--db", str(db), expect=2)
         assert proc.stderr.strip() == ("indgen: error: campaign rec is blind and not known to be done: its outcomes "
                                        "stay hidden until it is done (pass --db with the results store that ran it)")
@@ -327,6 +327,66 @@ def test_a_video_of_one_trial_from_a_named_camera_and_wrong_names_in_one_sentenc
         assert proc.returncode != 0 and said in proc.stderr, proc.stdout + proc.stderr
         assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert not any((tmp_path / "bad").rglob("*.mp4"))
+
+
+def test_a_view_per_trial_shows_its_outcome_frames_and_every_reply_and_the_index_links_it(recorded, tmp_path):
+    """The index's page of trials opens each trial's view: the outcome the store holds, frames of
+    the camera, and one row per policy reply with the reply's first action, checked against an
+    independent reader (rosbags, the reply decoded with msgpack)."""
+    import html as html_mod
+    import re
+    import shutil
+
+    import msgpack
+    import numpy as np
+    from rosbags.highlevel import AnyReader
+    from rosbags.typesys import Stores, get_typestore
+
+    db = tmp_path / "r.sqlite"
+    shutil.copy(recorded["db"], db)
+    env = dict(os.environ, INDGEN_ARTIFACTS=str(tmp_path / "art"))
+    indgen("bag", "view", str(recorded["bag"]), "--db", str(db), "--json", str(tmp_path / "v.json"), env=env)
+    views = {v["trial"]: Path(v["path"]) for v in json.loads((tmp_path / "v.json").read_text())}
+    with ResultsStore(db) as store:
+        rows = {r.trial_id: r for r in store.rows("rec")}
+    assert set(views) == set(rows) and all(p.parent == tmp_path / "art/reports/trials/rec" for p in views.values())
+    first_actions = collections.defaultdict(list)  # trial -> the first action of each reply, in order
+    with AnyReader([recorded["bag"]], default_typestore=get_typestore(Stores.ROS2_JAZZY)) as reader:
+        wanted = [c for c in reader.connections if c.topic in (topics.POLICY_EXCHANGE, topics.TASK_SETUP)]
+        for connection, _, raw in reader.messages(connections=wanted):
+            msg = reader.deserialize(raw, connection.msgtype)
+            if connection.topic == topics.TASK_SETUP:  # a new attempt: the page shows the last one
+                first_actions[msg.trial_id] = []
+                continue
+            reply = msgpack.unpackb(bytes(msg.reply), raw=False)
+            actions = reply["actions"]  # openpi's msgpack_numpy map (byte keys): data, dtype, shape
+            array = np.frombuffer(actions[b"data"], dtype=np.dtype(actions[b"dtype"])).reshape(actions[b"shape"])
+            first_actions[msg.trial_id].append(array.reshape(-1, array.shape[-1])[0])
+    for trial, path in views.items():
+        page = path.read_text()
+        facts = dict(re.findall(r"<tr><th>([^<]+)</th><td>([^<]*)</td></tr>", page))
+        assert facts["outcome"] == rows[trial].outcome and facts["level"] == str(rows[trial].level), facts
+        assert 2 <= page.count("<img src='data:image/jpeg;base64,") <= 8, trial
+        table = page.split("<details>")[1]
+        shown = [[float(v) for v in re.findall(r"<td>([^<]*)</td>", row)[2:]]
+                 for row in table.split("<tr>")[2:]]
+        assert len(shown) == len(first_actions[trial]) > 10, (len(shown), len(first_actions[trial]))
+        assert np.allclose(shown, first_actions[trial], rtol=1e-3, atol=1e-6), trial
+        assert page.count("<polyline") == 8  # seven joints and the gripper, DROID's names
+        assert "joint_1" in page and "gripper" in page and html_mod.escape(trial) in page
+    indgen("report", "--index", "--db", str(db), env=env)
+    trials_page = (tmp_path / "art/reports/trials/rec.html").read_text()
+    links = re.findall(r'<a href="(rec/[^"]+\.html)">view</a>', trials_page)
+    assert len(links) == len(rows), trials_page[-2000:]
+    assert all((tmp_path / "art/reports/trials" / link).is_file() for link in links)
+    back = re.search(r"<a href='([^']+)'>every trial of the campaign</a>", views[next(iter(views))].read_text())
+    assert (views[next(iter(views))].parent / back.group(1)).resolve() == (tmp_path / "art/reports/trials/rec.html")
+    # a named trial alone; a trial the bag does not hold in one sentence
+    one = indgen("bag", "view", str(recorded["bag"]), "--db", str(db), "--trial", next(iter(views)),
+                 "--out", str(tmp_path / "one"), env=env)
+    assert len(list((tmp_path / "one").iterdir())) == 1, one.stdout
+    proc = indgen("bag", "view", str(recorded["bag"]), "--db", str(db), "--trial", "nope", env=env, expect=1)
+    assert proc.stdout.strip() == "no finished attempt at nope in the bag"
 
 
 def test_replay_against_the_same_policy_is_exact_and_against_another_is_not(recorded):

@@ -1,4 +1,4 @@
-"""`indgen bag info|rescore|latency|video|replay|repair BAG ...`
+"""`indgen bag info|rescore|latency|video|view|replay|repair BAG ...`
 
 A BAG is a rosbag2 folder written by the recorder node (or several: a split recording, or
 the bags of one campaign's runs, read as one). Every sub-command prints a table, and with
@@ -61,6 +61,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--camera", help="camera name (default: the first recorded)")
     c.add_argument("--out", type=Path, help="output folder (default: <artifacts>/videos/<campaign>)")
     c.add_argument("--fps", type=float, default=15.0, help="frames per second (default 15, the control rate)")
+    c = command(
+        "view",
+        "a page per trial to look at: its outcome and reason, frames spread over the episode and the "
+        "policy's actions per step; the results index links them",
+        _view,
+        db=True,
+    )
+    c.add_argument("--trial", help="only this trial")
+    c.add_argument("--camera", help="camera name (default: the first recorded)")
+    c.add_argument(
+        "--out", type=Path, help="output folder (default: <artifacts>/reports/trials/<campaign>, beside the index)"
+    )
     c = command(
         "replay",
         "send the recorded policy requests, open-loop, to another policy server and report how "
@@ -361,6 +373,41 @@ def _video(args) -> int:
         ],
     )
     return 0 if any(v.frames for v in videos) else 1
+
+
+def _view(args) -> int:
+    import os
+
+    from indgen_core import paths
+    from indgen_core.bags import trial_view, trials
+    from indgen_core.cli.common import open_store
+
+    recording = _recording(args)
+    _refuse_hidden(args, recording)  # a page says the outcome
+    last: dict[tuple[str, str], trials.Attempt] = {}
+    for a in recording.attempts:  # a trial's last finished attempt is the one that counted
+        if a.result is not None and (not args.trial or a.trial_id == args.trial):
+            last[(a.campaign_id, a.trial_id)] = a
+    if not last:
+        print(f"no finished attempt at {args.trial} in the bag" if args.trial else "no finished trial in the bag")
+        return 1
+    traces = trial_view.collect(trials.readers(args.bags), recording, list(last.values()), args.camera)
+    reports = paths.artifacts_dir() / "reports"
+    written = []
+    for campaign in dict.fromkeys(t.attempt.campaign_id for t in traces):
+        out = args.out or paths.inside(reports / "trials", paths.check_id(campaign))
+        back = os.path.relpath(reports / "trials" / f"{paths.check_id(campaign)}.html", out)
+        written += trial_view.write_views([t for t in traces if t.attempt.campaign_id == campaign], out, back)
+    with open_store(args) as store:
+        known = {c.id for c in store.campaigns()}
+        for t in written:
+            a = t.attempt
+            outcome = _outcome(a.result.outcome)
+            print(f"{t.path}  (level {a.level}, {outcome}, {len(t.frames)} frames, {len(t.actions)} replies)")
+            if a.campaign_id in known:
+                store.add_artifact(a.campaign_id, "view", str(t.path), trial_id=a.trial_id, level=a.level)
+    _emit(args, [{"path": str(t.path), "trial": t.attempt.trial_id, "level": t.attempt.level} for t in written])
+    return 0
 
 
 # -- replay ----------------------------------------------------------------------------------------

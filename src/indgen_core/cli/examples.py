@@ -26,6 +26,7 @@ EXAMPLES: dict[str, str] = {
     "bag rescore": "indgen bag rescore ~/.local/share/indgen/artifacts/bags/mine",
     "bag latency": "indgen bag latency ~/.local/share/indgen/artifacts/bags/mine --json latency.json",
     "bag video": "indgen bag video ~/.local/share/indgen/artifacts/bags/mine --trial droid_twin_bc/k+2/004",
+    "bag view": "indgen bag view ~/.local/share/indgen/artifacts/bags/mine --trial droid_twin_bc/k+2/004",
     "bag replay": "indgen bag replay ~/.local/share/indgen/artifacts/bags/mine --server ws://127.0.0.1:8000",
     "bag repair": "indgen bag repair ~/.local/share/indgen/artifacts/bags/mine",
     "dataset export": "indgen dataset export demos --format v2.1 --oracle droid_twin --axis stack --levels 0",

@@ -4,10 +4,11 @@ campaigns (policies, axes, worlds, sim and real) finds one without opening folde
 One row per campaign: world, axis, the policies as a person may see them now (a blind
 campaign's letters until it is unblinded), purpose, status, trials done, the paper's break
 level and k* (the last level held with a guarantee), date, who labelled, and links to its
-page of trials (trials/<id>.html: each trial's outcome, reason, steps, aborted attempts and
-videos), report, bags and videos, relative to the page so the folder can move. A filter box and
-sortable columns; tick rows to overlay their per-level curves. Plain HTML, CSS and JavaScript
-in one file (the template: index_page.html): nothing is fetched from the network, so it opens offline and from file://.
+page of trials (trials/<id>.html: each trial's outcome, reason, steps, aborted attempts, and
+its view and video where `indgen bag view` / `bag video` wrote them), report, bags and videos,
+relative to the page so the folder can move. A filter box and sortable columns; tick rows to
+overlay their per-level curves. Plain HTML, CSS and JavaScript in one file (the template:
+index_page.html): nothing is fetched from the network, so it opens offline and from file://.
 """
 
 from __future__ import annotations
@@ -117,6 +118,11 @@ def _links(store: ResultsStore, campaign_id: str, out_dir: Path) -> list[list[st
     return links
 
 
+#: under the table of trials: where a trial's view comes from when its row has none
+VIEW_HINT = (
+    "A trial's view (its frames and the policy's actions per step) comes from the campaign's bag: "
+    "`indgen bag view BAG` writes one per trial and links it here; `indgen bag video BAG --trial ID` a video."
+)
 TRIAL_COLUMNS = ("trial", "policy", "k", "seed", "status", "outcome", "reason", "steps", "aborted attempts", "files")
 
 
@@ -128,14 +134,17 @@ def write_trials_page(store: ResultsStore, record: CampaignRecord, out_dir: Path
     hidden = blind.rates_hidden(store, record)
     folder = out_dir / "trials"
     folder.mkdir(parents=True, exist_ok=True)
-    files: dict[str, list[str]] = {}
-    for art in store.artifacts(record.id, kind="video"):
-        if art["trial_id"] and Path(art["path"]).exists():
-            files.setdefault(art["trial_id"], []).append(os.path.relpath(Path(art["path"]).resolve(), folder.resolve()))
+    files: dict[str, dict[str, str]] = {}  # trial -> kind -> its newest file
+    for art in store.artifacts(record.id):
+        if art["kind"] in ("view", "video") and art["trial_id"] and Path(art["path"]).exists():
+            href = os.path.relpath(Path(art["path"]).resolve(), folder.resolve())
+            files.setdefault(art["trial_id"], {})[art["kind"]] = href
     rows = []
     for row in store.rows(record.id):
         outcome, reason = (row.outcome or "", row.reason or "") if not hidden else ("hidden (blind, running)", "")
-        links = " ".join(f'<a href="{html.escape(h)}">video</a>' for h in files.get(row.trial_id, []))
+        links = " ".join(
+            f'<a href="{html.escape(h)}">{k}</a>' for k, h in sorted(files.get(row.trial_id, {}).items(), reverse=True)
+        )
         cells = [row.trial_id, names.get(row.policy, row.policy), row.level, row.seed, row.status, outcome, reason,
                  "" if hidden or row.steps is None else row.steps, row.aborted_attempts]  # fmt: skip
         rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + f"<td>{links}</td></tr>")
@@ -146,6 +155,7 @@ def write_trials_page(store: ResultsStore, record: CampaignRecord, out_dir: Path
         "table{border-collapse:collapse;font-size:.9em}td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;"
         "vertical-align:top}th{background:#f3f3f3}</style></head><body>"
         f"<h1>{html.escape(record.id)}: every trial</h1><p><a href='../{INDEX_NAME}'>all campaigns</a></p>"
+        f"<p>{html.escape(VIEW_HINT)}</p>"
         f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></body></html>"
     )
     path = folder / f"{paths.check_id(record.id)}.html"
