@@ -82,9 +82,31 @@ def test_each_clutter_level_puts_one_more_object_in_the_cabinet(world):
     assert counts == [0, 1, 2, 3, 4]
 
 
+def test_each_horizon_level_stands_the_base_125_mm_further_back(world):
+    """The horizon axis through RoboCasa's own robot placement: the base's anchor 12.5 cm
+    further out from the cabinet's front per level, along the fixture's y (the world's -y in
+    IndGen's kitchen), nothing else moved; the base itself with it (RoboCasa's spawn deviation
+    is drawn from the same seed)."""
+    anchors, bases, objects = [], [], []
+    for k in range(5):
+        obs = world.reset(setup(base_offset_y=12.5 * k))
+        details = world.evaluate().details
+        assert details["base_offset_m"] == pytest.approx(0.125 * k)
+        anchors.append(details["base_anchor"])
+        bases.append(np.asarray(obs["state"]["base_pos"], dtype=float))
+        objects.append(np.asarray(obs["objects"]["obj"], dtype=float)[:3])
+    anchors, bases = np.asarray(anchors), np.asarray(bases)
+    print(f"base anchor y per level: {np.round(anchors[:, 1], 4).tolist()}; base y {np.round(bases[:, 1], 4).tolist()}")
+    assert np.allclose(np.diff(anchors[:, 1]), -0.125, atol=1e-6) and np.allclose(np.diff(anchors[:, 0]), 0, atol=1e-6)
+    assert np.allclose(np.diff(bases[:, 1]), -0.125, atol=0.01) and np.allclose(np.diff(bases[:, 0]), 0, atol=0.01)
+    assert np.allclose(objects, objects[0], atol=1e-3)  # the object stays where it was
+
+
 def test_a_setup_the_world_cannot_build_is_invalid_in_one_sentence(world):
-    with pytest.raises(InvalidSetup, match="does not implement fixture_offset_x yet"):
+    with pytest.raises(InvalidSetup, match="does not implement fixture_offset_x: the paper moves appliances"):
         world.reset(setup(fixture_offset_x=12.5))
+    with pytest.raises(InvalidSetup, match=r"moves the robot back from the fixture, 0\.\.100 cm, not -12\.5"):
+        world.reset(setup(base_offset_y=-12.5))
     with pytest.raises(InvalidSetup, match=r"fraction of the sampling region, 0\.\.1, not 1\.2"):
         world.reset(setup(pick_offset_x=1.2))
     with pytest.raises(InvalidSetup, match="runs PickPlaceCounterToCabinet, PickPlaceCabinetToCounter, not 'Nope'"):

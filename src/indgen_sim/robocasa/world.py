@@ -4,8 +4,9 @@ environment (see the package's docstring for why).
 World options (a campaign's `world_options`): `task`, PickPlaceCounterToCabinet (default) or
 PickPlaceCabinetToCounter; `assets`, "reduced" (default: the kitchen IndGen builds from what
 installs, worker/kitchen.py) or "full" (RoboCasa's downloaded layouts and objects, under
-$ROBOCASA_ASSETS_PATH or the robocasa package). The axis parameters `pick_offset_x` and
-`cabinet_clutter` are applied by the worker through RoboCasa's own placement; the episode is
+$ROBOCASA_ASSETS_PATH or the robocasa package). The axis parameters `pick_offset_x`,
+`cabinet_clutter` and `base_offset_y` (cm) are applied by the worker through RoboCasa's own
+placement (of objects and of the robot's base); the episode is
 judged by the task's own `_check_success` (the object inside the cabinet, or touching the
 counter, and the gripper over 0.25 m from it).
 
@@ -27,16 +28,28 @@ from typing import Any, ClassVar
 import numpy as np
 
 from indgen_core import paths
+from indgen_core.axes.units import to_si
 from indgen_core.errors import IndGenError
 from indgen_core.records import Outcome, TaskSetup
 from indgen_core.world import Evaluation, InvalidSetup, StepResult, World
 from indgen_sim.robocasa.worker import frames
 
 TASKS = ("PickPlaceCounterToCabinet", "PickPlaceCabinetToCounter")
-SUPPORTED = ("pick_offset_x", "cabinet_clutter")
+SUPPORTED = ("pick_offset_x", "cabinet_clutter", "base_offset_y")
+#: axis parameters with an axis file but no world behind them, and why
+NOT_BUILT = {
+    "fixture_offset_x": (
+        "the paper moves appliances (stand mixer, kettle, blender) that only RoboCasa's asset download has, "
+        "and in the reduced kitchen the cabinet is what RoboCasa places the robot and the object from, "
+        "so moving it would move the whole task with it"
+    ),
+}
 #: RoboCasa's gym wrapper's cameras (PandaOmronKeyConverter), and the names IndGen's spec uses
 CAMERAS = {"left": "robot0_agentview_left", "right": "robot0_agentview_right", "wrist": "robot0_eye_in_hand"}
 WORKER = Path(__file__).with_name("worker")
+#: the furthest the horizon axis moves the base back: its 4 levels (50 cm) and room to spare
+#: in IndGen's kitchen, whose floor runs 3 m out from the wall
+MAX_BASE_OFFSET_CM = 100.0
 #: RoboCasa365 v1.0.1's horizon for both tasks is 750 steps (utils/dataset_registry.py) at 20 Hz
 MAX_STEPS = 750
 
@@ -176,6 +189,9 @@ class RobocasaWorld(World):
         if assets not in ("reduced", "full"):
             raise InvalidSetup(f"world option 'assets' is 'reduced' or 'full', not {assets!r}")
         unsupported = [p.name for p in setup.parameters if p.name not in SUPPORTED]
+        for name in unsupported:
+            if name in NOT_BUILT:
+                raise InvalidSetup(f"the RoboCasa world does not implement {name}: {NOT_BUILT[name]}")
         if unsupported:
             raise InvalidSetup(
                 f"the RoboCasa world does not implement {', '.join(unsupported)} yet (it moves {', '.join(SUPPORTED)})"
@@ -183,7 +199,16 @@ class RobocasaWorld(World):
         fraction = setup.value("pick_offset_x", 0.0)
         if not 0.0 <= fraction <= 1.0:
             raise InvalidSetup(f"pick_offset_x is a fraction of the sampling region, 0..1, not {fraction}")
-        params = {"pick_offset_x": fraction, "cabinet_clutter": round(setup.value("cabinet_clutter", 0.0))}
+        back_cm = setup.value("base_offset_y", 0.0)
+        if not 0.0 <= back_cm <= MAX_BASE_OFFSET_CM:
+            raise InvalidSetup(
+                f"base_offset_y moves the robot back from the fixture, 0..{MAX_BASE_OFFSET_CM:g} cm, not {back_cm:g}"
+            )
+        params = {
+            "pick_offset_x": fraction,
+            "cabinet_clutter": round(setup.value("cabinet_clutter", 0.0)),
+            "base_offset_m": to_si(back_cm, "cm"),
+        }
         worker = self._open(task, assets)
         reply = worker.ask("reset", seed=int(setup.seed) % 2**32, params=params)
         if "invalid" in reply:

@@ -139,6 +139,8 @@ class Worker:
             "clutter": int(env.indgen_params.get("cabinet_clutter", 0)),
             "object": [float(v) for v in env.sim.data.body_xpos[env.obj_body_id["obj"]]],
             "pick_shift_m": float(env.indgen_shift),
+            "base_offset_m": float(env.indgen_params.get("base_offset_m", 0.0)),
+            "base_anchor": [float(v) for v in env.init_robot_base_pos_anchor],
         }
         if self.task == "PickPlaceCounterToCabinet":
             details["inside_cabinet"] = bool(object_utils.obj_inside_of(env, "obj", env.cab))

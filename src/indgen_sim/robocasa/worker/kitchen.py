@@ -18,7 +18,11 @@ The axes (config/axes/robocasa_*.yaml) move one thing each, the way RoboCasa pla
   end of the counter region it is sampled in; level k (0.2 k) moves it k fifths of that free
   travel, so every level stays inside RoboCasa's valid region;
 - `cabinet_clutter` (count): that many more objects sampled inside the cabinet, with the
-  placement RoboCasa gives its own cabinet distractor (`distr_cab`)."""
+  placement RoboCasa gives its own cabinet distractor (`distr_cab`);
+- `base_offset_m` (metres, the horizon axis' 12.5 cm per level): the robot's base placed that
+  much further back from the fixture it faces, through the `offset` argument of RoboCasa's
+  `compute_robot_base_placement_pose` (the fixture's frame: its y points out of the fixture's
+  front, so the offset is (0, -d)); RoboCasa's own spawn deviation is drawn as before."""
 
 from __future__ import annotations
 
@@ -195,6 +199,7 @@ def task_class(name: str):
 
     base: Any = getattr(kitchen_pick_place, name)
     _hook_placement(env_utils)
+    _hook_base_pose(env_utils)
 
     class AtLevel(base):
         indgen_params: dict = {}  # noqa: RUF012  (set per reset by the worker)
@@ -241,3 +246,21 @@ def _hook_placement(env_utils) -> None:
 
     with_hook.indgen_hook = True  # type: ignore[attr-defined]
     env_utils._get_placement_initializer = with_hook
+
+
+def _hook_base_pose(env_utils) -> None:
+    """Give RoboCasa's robot placement the level's base offset: `init_robot_base_pose` calls
+    `compute_robot_base_placement_pose(env, ref_fixture, ref_object)` without the `offset` it
+    takes; a task with `indgen_params["base_offset_m"]` gets offset (0, -d) there."""
+    original = env_utils.compute_robot_base_placement_pose
+    if getattr(original, "indgen_hook", False):
+        return
+
+    def with_offset(env, ref_fixture, ref_object=None, offset=None):
+        d = float(getattr(env, "indgen_params", {}).get("base_offset_m", 0.0))
+        if d and offset is None:
+            offset = (0.0, -d)
+        return original(env, ref_fixture, ref_object=ref_object, offset=offset)
+
+    with_offset.indgen_hook = True  # type: ignore[attr-defined]
+    env_utils.compute_robot_base_placement_pose = with_offset
