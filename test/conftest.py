@@ -148,9 +148,9 @@ def vision_checkpoint(tmp_path_factory) -> Path:
 #: modules last and left a worker idle for almost three minutes at the end): the long ones start
 #: first and the many short ones fill in beside them.
 LONGEST_FIRST = ["test_cluster", "test_libero", "test_fuzz_graph", "test_twin_graph", "test_ros_native",
-                 "test_blockenv_models", "test_libero_graph", "test_twin", "test_graph_e2e", "test_docs",
-                 "test_twin_vision", "test_dataset_export", "test_cli_doctor", "test_fr3_safety", "test_security",
-                 "test_campaign_cli", "test_results_index", "test_compare_cli"]
+                 "test_blockenv_models", "test_libero_graph", "test_twin", "test_graph_e2e", "test_graph_finishes",
+                 "test_docs", "test_twin_vision", "test_dataset_export", "test_cli_doctor", "test_fr3_safety",
+                 "test_security", "test_campaign_cli", "test_results_index", "test_compare_cli"]
 
 
 def pytest_collection_modifyitems(items):
