@@ -6,6 +6,7 @@ in its folder layout, and one trial per level of an axis through the ROS graph."
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -102,6 +103,30 @@ def test_each_horizon_level_stands_the_base_125_mm_further_back(world):
     assert np.allclose(objects, objects[0], atol=1e-3)  # the object stays where it was
 
 
+def test_a_recorded_end_is_judged_again_in_the_scene_its_setup_builds(world):
+    """`indgen bag rescore`'s part: final_state() taken where an episode ended, another scene
+    built meanwhile, then restore() with the first setup: RoboCasa's check reads the same object
+    where it was; a state that does not fit the scene is a ValueError in one sentence."""
+    first = setup(seed=3, pick_offset_x=0.4)
+    world.reset(first)
+    for _ in range(5):
+        world.step(np.zeros(12))
+    state, live = world.final_state(), world.evaluate()
+    world.reset(setup(seed=8, pick_offset_x=1.0))  # another kitchen in between
+    assert world.evaluate().details["object"] != pytest.approx(live.details["object"], abs=1e-3)
+    world.restore(first, state)
+    again = world.evaluate()
+    assert again.outcome == live.outcome and again.reason == live.reason
+    # live, MuJoCo's positions are those its last substep computed before integrating (0.2 um
+    # behind the state); restored, forward() computes them from the state itself
+    assert again.details["object"] == pytest.approx(live.details["object"], abs=1e-5)
+    assert {k: v for k, v in again.details.items() if k != "object"} == {
+        k: v for k, v in live.details.items() if k != "object"
+    }
+    with pytest.raises(ValueError, match=r"the recorded state has 10 values, this scene \d+"):
+        world.restore(first, {"sim_state": state["sim_state"][:10]})
+
+
 def test_a_setup_the_world_cannot_build_is_invalid_in_one_sentence(world):
     with pytest.raises(InvalidSetup, match="does not implement fixture_offset_x: the paper moves appliances"):
         world.reset(setup(fixture_offset_x=12.5))
@@ -193,6 +218,14 @@ def test_one_trial_per_pick_level_through_the_graph(tmp_path, monkeypatch):
         images = sorted(a["level"] for a in store.artifacts("rc", kind="level_image"))
         assert images == [0, 1, 2, 3, 4, 5]
     assert (tmp_path / "rep" / "rc" / "report.html").is_file()
+    # the bag alone judges every trial again, in the scene its setup builds
+    bags = sorted(p for p in (tmp_path / "artifacts" / "bags").iterdir() if p.is_dir())
+    rescore = subprocess.run([sys.executable, "-m", "indgen_core.cli", "bag", "rescore", *map(str, bags), "--db",
+                              str(db), "--json", str(tmp_path / "rs.json")], capture_output=True, text=True,
+                             timeout=600)
+    assert rescore.returncode == 0, rescore.stdout[-3000:] + rescore.stderr[-3000:]
+    figures = json.loads((tmp_path / "rs.json").read_text())
+    assert figures["compared"] == 6 and figures["agree"] == 6, rescore.stdout
 
 
 def test_a_worker_that_hangs_is_given_up_after_the_reply_timeout():

@@ -12,7 +12,8 @@ counter, and the gripper over 0.25 m from it).
 
 A worker that dies or answers garbage ends the episode as aborted (the system's fault, run
 again), never as a policy failure; a scene RoboCasa cannot place for a level and seed is an
-invalid setup."""
+invalid setup. An episode's end is recorded as robosuite's simulation state (`final_state`),
+so `indgen bag rescore` judges it again in the scene the same setup builds."""
 
 from __future__ import annotations
 
@@ -254,6 +255,24 @@ class RobocasaWorld(World):
             else "the gripper is still within 0.25 m of the object"
         )
         return Evaluation(Outcome.FAILURE, reason, 0.5 if "gripper" in reason else 0.0, details)
+
+    # -- a recorded end, judged again (indgen bag rescore) ---------------------------------------
+    def final_state(self) -> dict[str, Any]:
+        """robosuite's flattened simulation state (time, qpos, qvel): restore() builds the
+        setup's scene again (the same seed and level give RoboCasa's same kitchen, objects
+        and target) and sets it, so that RoboCasa's check judges what it judged live."""
+        assert self.worker is not None, "final_state() after reset()"
+        return {"sim_state": np.asarray(self.worker.ask("state")["state"], dtype=np.float64).tolist()}
+
+    def restore(self, setup: TaskSetup, state: dict[str, Any]) -> None:
+        self.reset(setup)
+        assert self.worker is not None, "reset() opens a worker"
+        try:
+            self.worker.ask("restore", state=np.asarray(state["sim_state"], dtype=np.float64))
+        except WorkerGone as exc:
+            if self.worker.broken:
+                raise
+            raise ValueError(str(exc)) from None  # it answered: the state does not fit the scene
 
     def preview(self):
         if self.worker is None:

@@ -11,6 +11,8 @@ Requests and replies (`frames.py`):
     evaluate -> success (RoboCasa's own `_check_success`) and what it looked at
     render   camera, size -> image (for level pictures)
     inventory assets_dir -> the object models RoboCasa's registry finds there
+    state    -> the simulation's state (robosuite's flattened MjSimState: time, qpos, qvel)
+    restore  state -> that state set in the scene reset built (for `indgen bag rescore`)
     close
 A request that fails answers {"error": one sentence}; the worker keeps serving. stdout
 carries frames only: anything RoboCasa prints goes to stderr."""
@@ -148,6 +150,22 @@ class Worker:
             details["on_counter"] = bool(object_utils.check_obj_fixture_contact(env, "obj", env.counter))
         return {"success": bool(env._check_success()), "details": details}
 
+    def state(self) -> dict:
+        return {"state": np.asarray(self._env().sim.get_state().flatten(), dtype=np.float64)}
+
+    def restore(self, state) -> dict:
+        """A recorded end put back into the scene `reset` built from the same setup (RoboCasa
+        builds the same kitchen and objects from the same seed and level): what
+        `_check_success` reads are positions and contacts, both set by the forward pass."""
+        env = self._env()
+        values = np.asarray(state, dtype=np.float64).reshape(-1)
+        size = env.sim.get_state().flatten().size
+        if values.size != size:
+            return {"error": f"the recorded state has {values.size} values, this scene {size}"}
+        env.sim.set_state_from_flattened(values)
+        env.sim.forward()
+        return {"restored": True}
+
     def inventory(self, assets_dir: str) -> dict:
         """The object models RoboCasa's own registry finds under `assets_dir` (RoboCasa scans
         objects/<registry>/<category>/<model>/model.xml when it is imported), by registry."""
@@ -266,6 +284,8 @@ def serve(stdin, stdout) -> None:
                 "evaluate": worker.evaluate,
                 "render": worker.render,
                 "inventory": worker.inventory,
+                "state": worker.state,
+                "restore": worker.restore,
             }.get(str(op))
             reply = {"error": f"unknown request {op!r}"} if handler is None else handler(**request.get("args", {}))
         except Exception as exc:
