@@ -68,6 +68,13 @@ def ros_isolation(monkeypatch):
     return domain
 
 
+@pytest.fixture
+def more_domains():
+    """Fresh domain ids of this worker's block, for a test that runs several graphs at once (one
+    domain each: graphs on one domain would hear each other)."""
+    return domain_id
+
+
 @pytest.fixture(autouse=True)
 def no_process_left_behind():
     """Kill what a test started and left running. A test stopped by its timeout (or by an
