@@ -25,7 +25,7 @@ import numpy as np
 from indgen_core import registry
 from indgen_core.bags.reader import BagError
 from indgen_core.bags.trials import POLICY_EXCHANGE, Attempt, Recording, deserialize, records
-from indgen_core.bags.video import _file_name, camera_topics, to_rgb
+from indgen_core.bags.video import camera_topics, safe_file_name, to_rgb
 from indgen_core.nodes import messages
 from indgen_core.records import Outcome
 from indgen_core.wire import codec
@@ -230,7 +230,7 @@ def write_views(traces: list[TrialTrace], out_dir: Path, back: str) -> list[Tria
     page of trials, relative to `out_dir`."""
     out_dir.mkdir(parents=True, exist_ok=True)
     for trace in traces:
-        trace.path = out_dir / f"{_file_name(trace.attempt.trial_id)}.html"
+        trace.path = out_dir / f"{safe_file_name(trace.attempt.trial_id)}.html"
         tmp = trace.path.with_suffix(".tmp")
         tmp.write_text(page(trace, back))
         tmp.replace(trace.path)

@@ -176,7 +176,7 @@ def _captioned(rgb: np.ndarray, lines: tuple[str, str]) -> np.ndarray:
     return np.asarray(image)
 
 
-def _file_name(trial_id: str) -> str:
+def safe_file_name(trial_id: str) -> str:
     return "".join(c if c.isalnum() or c in "._-+" else "_" for c in trial_id)
 
 
@@ -199,7 +199,7 @@ def write_videos(
     if camera not in cameras:
         raise BagError(f"no camera {camera!r} in the bag; it has {', '.join(sorted(cameras))}")
     topic = cameras[camera]
-    videos = [_Video(out_dir / f"{_file_name(a.trial_id)}-{camera}.mp4", a, fps) for a in attempts]
+    videos = [_Video(out_dir / f"{safe_file_name(a.trial_id)}-{camera}.mp4", a, fps) for a in attempts]
 
     def end_ns(attempt: Attempt) -> int:
         assert attempt.end_ns is not None, f"attempt at {attempt.trial_id} has no result"
