@@ -27,12 +27,13 @@ def test_every_clean_finish_leaves_its_final_report(tmp_path, more_domains):
                                         "policies": ["blockenv_oracle"], "levels": [0, 1], "trials_per_level": 1,
                                         "seed": 2, "purpose": "certify"}))
     for first in range(0, 20, AT_ONCE):
-        running = []
+        running, ports = [], set()
         for i in range(first, first + AT_ONCE):
             db, reports = tmp_path / f"r{i}.sqlite", tmp_path / f"reports{i}"
             port = servers.free_port()
-            while any(f"port:={port}" in " ".join(map(str, launch.args)) for _, _, launch in running):
-                port = servers.free_port()  # four at once: never one port twice
+            while port in ports:  # four at once: never one port twice
+                port = servers.free_port()
+            ports.add(port)
             env = dict(os.environ, ROS_DOMAIN_ID=str(more_domains()))
             # no recorder: the race was between the manager's exit and the scorer's report
             running.append((i, reports, graphs.launch(

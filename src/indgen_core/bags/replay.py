@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from indgen_core import registry
+from indgen_core import specs
 from indgen_core.bags.reader import BagError
 from indgen_core.bags.trials import POLICY_EXCHANGE, Recording, deserialize, records
 from indgen_core.wire import codec
@@ -115,7 +115,7 @@ def replay(bag_readers, recording: Recording, client, trials: set[str] | None = 
     names: dict[str, tuple[str, ...]] = {}
     while (msg := pending.get()) is not _END:
         if msg.spec not in names:
-            names[msg.spec] = tuple(getattr(registry.make(registry.SPECS, msg.spec), "action_names", ()))
+            names[msg.spec] = specs.action_names(msg.spec)
         level = level_of[msg.trial_id]
         diff = out.levels.setdefault(level, LevelDiff(level, names[msg.spec]))
         try:

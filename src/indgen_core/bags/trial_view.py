@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from indgen_core import registry
+from indgen_core import specs
 from indgen_core.bags.reader import BagError
 from indgen_core.bags.trials import POLICY_EXCHANGE, Attempt, Recording, deserialize, records
 from indgen_core.bags.video import camera_topics, safe_file_name, to_rgb
@@ -79,18 +79,18 @@ def collect(bag_readers, recording: Recording, attempts: list[Attempt], camera: 
     traces = sorted((TrialTrace(a) for a in attempts), key=lambda t: t.attempt.start_ns)
     starts = [t.attempt.start_ns for t in traces]
     every_start = sorted(a.start_ns for a in recording.attempts)
+    ends = []  # each attempt's last receive time: SLACK_NS after its result, before the next start
+    for t in traces:
+        later = bisect.bisect_right(every_start, t.attempt.start_ns)
+        next_start = every_start[later] - 1 if later < len(every_start) else 2**63
+        ends.append(min((t.attempt.end_ns or t.attempt.start_ns) + SLACK_NS, next_start))
 
     def trace_at(log_time: int, trial_id: str | None = None) -> TrialTrace | None:
         """The attempt that started last before `log_time`, while it ran or up to SLACK_NS after
         its result (the recorder takes a tick's last exchange and frame after the result at
         times) but never once another attempt started; with `trial_id`, only an attempt at it."""
         i = bisect.bisect_right(starts, log_time) - 1
-        if i < 0:
-            return None
-        a = traces[i].attempt
-        after = every_start[bisect.bisect_right(every_start, a.start_ns) :]
-        end = min((a.end_ns or a.start_ns) + SLACK_NS, after[0] - 1 if after else 2**63)
-        if log_time > end or trial_id not in (None, a.trial_id):
+        if i < 0 or log_time > ends[i] or trial_id not in (None, traces[i].attempt.trial_id):
             return None
         return traces[i]
 
@@ -107,10 +107,7 @@ def collect(bag_readers, recording: Recording, attempts: list[Attempt], camera: 
             raise BagError(f"a recorded reply of {msg.trial_id} (step {msg.step}) has no numeric 'actions'") from None
         actions = actions.reshape(-1, actions.shape[-1]) if actions.ndim else actions.reshape(1, 1)
         if msg.spec not in names:
-            known = msg.spec in registry.names(registry.SPECS)
-            names[msg.spec] = (
-                tuple(getattr(registry.load(registry.SPECS, msg.spec), "action_names", ())) if known else ()
-            )
+            names[msg.spec] = specs.action_names(msg.spec)
         trace.names = names[msg.spec]
         trace.steps.append(int(msg.step))
         trace.actions.append(actions[0])

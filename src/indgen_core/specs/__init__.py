@@ -64,6 +64,16 @@ PICK_PLACE_PRIVILEGED = (
 )
 
 
+def action_names(spec: str) -> tuple[str, ...]:
+    """What each column of a reply's actions means under the spec registered as `spec` (a bag's
+    policy exchanges name theirs); empty for a spec this install does not have."""
+    from indgen_core import registry
+
+    if spec not in registry.names(registry.SPECS):
+        return ()
+    return tuple(getattr(registry.load(registry.SPECS, spec), "action_names", ()))
+
+
 def add_pick_place_privileged(request: dict[str, Any], obs: Observation) -> None:
     """The PICK_PLACE_PRIVILEGED keys from a world's observation (none when it has no objects)."""
     for name, pose in (obs.get("objects") or {}).items():

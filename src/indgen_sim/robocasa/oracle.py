@@ -121,7 +121,7 @@ class RobocasaOracle(Policy):
         error = goal - base[axis]
         floor, top = (MIN_SPEED, 1.0) if grip < 0.5 else (CARRY_SPEED, CARRY_SPEED + 0.15)
         # the brake's linear ramp covers about half its steps at the present speed: start it
-        # that far out, or a long drive ends well past its goal (16 cm measured after 35 cm)
+        # that far out, or a long drive ends past its goal
         stopping = abs(self.base_velocity[axis]) * BRAKE_STEPS / 2
         if abs(error) < max(REACH_X / 2, stopping) or self.count > 400:
             self.phase, self.count, self.after_brake = "brake", 0, next_phase
