@@ -19,6 +19,7 @@ import yaml
 from helpers import graphs, servers
 from helpers.no_ros import indgen_without_ros
 from indgen_core import topics
+from indgen_core.records import Outcome
 from indgen_core.store import ResultsStore
 
 # realtime: the recorded campaign's bag is judged tick by tick (every command recorded), which a
@@ -313,7 +314,7 @@ def test_videos_one_per_level_with_every_frame(recorded, tmp_path):
 
 def test_a_video_of_one_trial_from_a_named_camera_and_wrong_names_in_one_sentence(recorded, tmp_path):
     with ResultsStore(recorded["db"]) as store:
-        trial = next(r.trial_id for r in store.rows("rec") if r.outcome == "success")
+        trial = next(r.trial_id for r in store.rows("rec") if r.outcome is Outcome.SUCCESS)
     out = indgen("bag", "video", str(recorded["bag"]), "--trial", trial, "--camera", "exterior_1", "--out",
                  str(tmp_path / "one"), "--db", str(recorded["db"]), "--json", str(tmp_path / "one.json"))
     videos = json.loads((tmp_path / "one.json").read_text())
@@ -365,7 +366,7 @@ def test_a_view_per_trial_shows_its_outcome_frames_and_every_reply_and_the_index
     for trial, path in views.items():
         page = path.read_text()
         facts = dict(re.findall(r"<tr><th>([^<]+)</th><td>([^<]*)</td></tr>", page))
-        assert facts["outcome"] == rows[trial].outcome and facts["level"] == str(rows[trial].level), facts
+        assert facts["outcome"] == rows[trial].outcome.word and facts["level"] == str(rows[trial].level), facts
         assert 2 <= page.count("<img src='data:image/jpeg;base64,") <= 8, trial
         table = page.split("<details>")[1]
         shown = [[float(v) for v in re.findall(r"<td>([^<]*)</td>", row)[2:]]

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 from helpers import toy_setup
+from indgen_core.records import Outcome
 
 
 def indgen(env, *args):
@@ -89,7 +90,7 @@ def test_run_with_worker_processes(monkeypatch, tmp_path):
     with ResultsStore(db) as store:
         level0 = [r for r in store.rows("adapt-w") if r.level == 0]
     done = [r for r in level0 if r.status == "done"]
-    assert all(r.outcome == "success" for r in done) and 4 <= len(done) <= 6  # 4 decide; 2 may be in flight
+    assert all(r.outcome is Outcome.SUCCESS for r in done) and 4 <= len(done) <= 6  # 4 decide; 2 may be in flight
     assert [r.status for r in level0].count("skipped") == 10 - len(done)
 
 

@@ -13,6 +13,7 @@ import pytest
 from helpers import toy_setup, toy_world
 from indgen_core.campaign.inprocess import InProcessExecutor
 from indgen_core.campaign.runner import run_campaign
+from indgen_core.records import Outcome
 from indgen_core.stats import comparisons
 from indgen_core.store import ResultsStore
 
@@ -57,8 +58,8 @@ def test_one_campaign_of_two_policies_is_compared_paired_by_seed(campaigns, tmp_
     assert [c["level"] for c in data["comparisons"]] == [0, 1, 2]
     for c in data["comparisons"]:
         # by hand from the store: the seeds both policies ran at this level, and the discordant ones
-        a = {r.seed: r.outcome == "success" for r in rows if r.policy == "skilled" and r.level == c["level"]}
-        b = {r.seed: r.outcome == "success" for r in rows if r.policy == "clumsy" and r.level == c["level"]}
+        a = {r.seed: r.outcome is Outcome.SUCCESS for r in rows if r.policy == "skilled" and r.level == c["level"]}
+        b = {r.seed: r.outcome is Outcome.SUCCESS for r in rows if r.policy == "clumsy" and r.level == c["level"]}
         assert set(a) == set(b) and len(a) == 12
         a_only = sum(a[s] and not b[s] for s in a)
         b_only = sum(b[s] and not a[s] for s in a)

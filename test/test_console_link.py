@@ -12,6 +12,7 @@ import yaml
 from helpers import graphs, servers
 from helpers.scripted_operator import ScriptedOperator
 from indgen_core import graph
+from indgen_core.records import Outcome
 from indgen_core.store import ResultsStore
 from indgen_core.waiting import wait_until
 from indgen_robot.console import model as m
@@ -95,7 +96,7 @@ def test_rehearsal_in_sim_shows_the_twins_check_and_counts_disagreements(tmp_pat
     assert "run `indgen console` in another terminal" in out
     assert seen == ["success", "success"]  # the twin's own verdict, shown beside the label
     with ResultsStore(tmp_path / "r.sqlite") as store:
-        assert [r.outcome for r in store.rows("rehearse")] == ["failure", "success"]
+        assert [r.outcome for r in store.rows("rehearse")] == [Outcome.FAILURE, Outcome.SUCCESS]
         assert store.operator_counts("rehearse")[("droid_twin_oracle", 0)]["disagreements"] == 1
     report = (tmp_path / "reports" / "rehearse" / "report.md").read_text()
     assert "| droid_twin_oracle | 0 | 2 | 0 | 0 | 0 | 0 | 1 |" in report

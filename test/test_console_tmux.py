@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from helpers import graphs, servers
+from indgen_core.records import Outcome
 from indgen_core.store import ResultsStore
 from indgen_core.waiting import wait_until
 
@@ -262,8 +263,8 @@ def test_a_person_runs_a_two_level_campaign_with_the_console(tmp_path, ros_conte
     with ResultsStore(db) as store:
         rows = {r.trial_id.split("/", 1)[1]: r for r in store.rows("people")}
         assert {k: (r.status, r.outcome, r.source) for k, r in rows.items()} == {
-            "k+0/000": ("done", "success", "operator"), "k+0/001": ("done", "success", "operator"),
-            "k+1/000": ("skipped", None, None), "k+1/001": ("done", "failure", "operator")}
+            "k+0/000": ("done", Outcome.SUCCESS, "operator"), "k+0/001": ("done", Outcome.SUCCESS, "operator"),
+            "k+1/000": ("skipped", None, None), "k+1/001": ("done", Outcome.FAILURE, "operator")}
         assert rows["k+1/001"].partial_score == pytest.approx(0.4)
         # the e-stop: aborted once, run again; held 2.5 s, it cost no further attempt (the
         # manager waited for the release); any other abort was the system's, and re-run as well
@@ -407,7 +408,8 @@ def test_a_blind_ab_campaign_never_shows_a_policy_name(tmp_path, ros_context, ro
     with ResultsStore(db) as store:
         record = store.campaign("lab")
         # the names are in the store, sealed
-        assert {r.policy: r.outcome for r in store.rows("lab")} == {"zebra_policy": "success", "yak_policy": "success"}
+        assert {r.policy: r.outcome for r in store.rows("lab")} == {
+            "zebra_policy": Outcome.SUCCESS, "yak_policy": Outcome.SUCCESS}
         letter_b = record.blind_labels["yak_policy"]
     # yak_policy's trial went to its own server (its episode's requests: warm-ups are not recorded)
     assert requests_b.exists() and len(requests_b.read_text().splitlines()) >= 2

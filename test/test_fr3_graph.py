@@ -22,6 +22,7 @@ from helpers import graphs, servers
 from helpers.ros_helpers import spin_until
 from helpers.scripted_operator import ScriptedOperator
 from indgen_core import paths
+from indgen_core.records import Outcome
 from indgen_core.store import ResultsStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.ros, pytest.mark.realtime]
@@ -101,8 +102,8 @@ def test_a_campaign_through_the_real_graph_with_the_oracle_and_a_scripted_operat
         with ResultsStore(tmp_path / "r.sqlite") as store:
             rows = store.rows("oracle")
             assert [(r.level, r.outcome, r.source) for r in rows] == [
-                (0, "success", "operator"), (0, "failure", "operator"), (1, "success", "operator"),
-                (1, "invalid", "operator")]
+                (0, Outcome.SUCCESS, "operator"), (0, Outcome.FAILURE, "operator"), (1, Outcome.SUCCESS, "operator"),
+                (1, Outcome.INVALID, "operator")]
             assert rows[1].partial_score == pytest.approx(0.4) and rows[0].partial_score == 1.0
             details = {t: d for _, _, _, d in store.result_details("oracle") for t in [d.get("note", "")]}
             assert "the block slipped" in details
@@ -207,7 +208,7 @@ def test_a_campaign_counts_a_reflex_reruns_a_driver_fault_and_warms_the_policy_u
         rows = store.rows("push")
         attempts = store.attempts("push")
         stops = summarize(store, "push").robot_stops
-    assert [(r.outcome, r.source) for r in rows] == [("failure", "operator")] * 2, out[-4000:]
+    assert [(r.outcome, r.source) for r in rows] == [(Outcome.FAILURE, "operator")] * 2, out[-4000:]
     # the 3 s first request aborted nothing (the warm-up absorbed it): no attempt of the first
     # trial was aborted, unless because the arm's state went stale on a starved machine (seen in
     # full-suite runs, in a reset or with the arm held still: stop rule 3; the abort-and-rerun

@@ -18,6 +18,7 @@ import yaml
 
 from helpers import fuzz, graphs, servers
 from helpers.ros_helpers import spin_until
+from indgen_core.records import Outcome
 from indgen_core.store import ResultsStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.ros]
@@ -180,7 +181,7 @@ def test_garbage_on_every_subscription_kills_no_node_and_the_campaign_completes(
     with ResultsStore(db) as store:
         rows = store.rows("fz")
         assert len(rows) == len(store.planned_trials("fz"))  # none lost
-        assert rows and all(r.status == "done" and r.outcome == "success" for r in rows)
+        assert rows and all(r.status == "done" and r.outcome is Outcome.SUCCESS for r in rows)
         n = store._db.execute("SELECT COUNT(*) FROM results WHERE campaign_id='fz'").fetchone()[0]
         assert n == len(rows)  # nothing counted twice, nothing forged committed
     assert sum(sent.values()) > 100 and len(sent) >= 5, sent

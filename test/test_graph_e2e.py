@@ -14,6 +14,7 @@ from helpers import graphs, servers
 from indgen_core.campaign.config import CampaignConfig
 from indgen_core.campaign.planning import plan_campaign
 from indgen_core.campaign.runner import run_campaign_batched
+from indgen_core.records import Outcome
 from indgen_core.store import ResultsStore
 from indgen_core.waiting import wait_until
 
@@ -37,7 +38,7 @@ def test_oracle_campaign_through_the_graph(tmp_path):
     with ResultsStore(db) as store:
         rows = store.rows("oracle-graph")
         assert len(rows) == 50 and all(r.status == "done" for r in rows)
-        assert all(r.outcome == "success" for r in rows)
+        assert all(r.outcome is Outcome.SUCCESS for r in rows)
         counts = store.counts("oracle-graph")
         assert sorted(k for _, k in counts) == [0, 1, 2, 3, 4]
         assert all(c.successes == 10 for c in counts.values())
@@ -133,7 +134,7 @@ def test_killing_the_policy_server_aborts_the_trial_and_the_campaign_continues(t
     assert "retrying in" in out
     with ResultsStore(db) as store:
         rows = store.rows("kill")
-        assert len(rows) == 50 and all(r.status == "done" and r.outcome == "success" for r in rows)
+        assert len(rows) == 50 and all(r.status == "done" and r.outcome is Outcome.SUCCESS for r in rows)
         assert sum(r.aborted_attempts for r in rows) >= 1
         n = store._db.execute("SELECT COUNT(*) FROM results WHERE campaign_id='kill'").fetchone()[0]
         assert n == 50  # no trial lost, none counted twice
@@ -158,7 +159,7 @@ def test_a_dead_launcher_and_ctrl_c_leave_the_campaign_interrupted_with_the_resu
         if not db.exists():
             return 0
         with ResultsStore(db) as store:
-            return sum(1 for r in store.rows("cut") if r.outcome) if store.has_campaign("cut") else 0
+            return sum(1 for r in store.rows("cut") if r.outcome is not None) if store.has_campaign("cut") else 0
 
     def status() -> str:
         with ResultsStore(db) as store:

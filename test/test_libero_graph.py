@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from helpers import servers
+from indgen_core.records import Outcome
 from indgen_core.store import ResultsStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.ros]
@@ -28,7 +29,7 @@ def test_libero_oracle_campaign_through_the_graph(tmp_path, monkeypatch):
     with ResultsStore(db) as store:
         rows = store.rows("lib")
         assert sorted(r.level for r in rows) == [-1, 0, 1]
-        assert all(r.outcome == "success" for r in rows), [(r.level, r.reason) for r in rows]
+        assert all(r.outcome is Outcome.SUCCESS for r in rows), [(r.level, r.reason) for r in rows]
         record = store.campaign("lib")
         assert record.axis == "libero_goal_y" and record.config.world_options == {"task": 2}
         certs = store.certificates(world="libero", axis="libero_goal_y")

@@ -18,7 +18,7 @@ import pytest
 
 from helpers import servers
 from indgen_core.axes.progression import ParameterValue
-from indgen_core.records import TaskSetup
+from indgen_core.records import Outcome, TaskSetup
 from indgen_core.store import ResultsStore
 from indgen_core.world import InvalidSetup
 from indgen_sim.robocasa import assets
@@ -213,8 +213,8 @@ def test_one_trial_per_pick_level_through_the_graph(tmp_path, monkeypatch):
         rows = store.rows("rc")
         assert sorted(r.level for r in rows) == [0, 1, 2, 3, 4, 5]
         print("per level:", [(r.level, r.outcome, r.steps, r.reason) for r in sorted(rows, key=lambda r: r.level)])
-        assert all(r.outcome in ("success", "failure") for r in rows), [(r.level, r.reason) for r in rows]
-        assert sum(r.outcome == "success" for r in rows) >= 3
+        assert all(r.outcome in (Outcome.SUCCESS, Outcome.FAILURE) for r in rows), [(r.level, r.reason) for r in rows]
+        assert sum(r.outcome is Outcome.SUCCESS for r in rows) >= 3
         images = sorted(a["level"] for a in store.artifacts("rc", kind="level_image"))
         assert images == [0, 1, 2, 3, 4, 5]
     assert (tmp_path / "rep" / "rc" / "report.html").is_file()

@@ -15,6 +15,7 @@ from helpers.ros_helpers import call_with_retry, spin_until
 from indgen_core import graph, paths, records
 from indgen_core.campaign.config import CampaignConfig
 from indgen_core.campaign.planning import plan_campaign
+from indgen_core.records import Outcome
 from indgen_core.store import ResultsStore
 from indgen_core.waiting import wait_until
 
@@ -103,7 +104,7 @@ def test_the_scorer_commits_only_results_and_dones_signed_with_the_campaign_key(
         node.destroy_node()
         out = _stop(scorer)
     with ResultsStore(db) as store:
-        assert [r.outcome for r in store.rows("sec")] == ["success", "success"]
+        assert [r.outcome for r in store.rows("sec")] == [Outcome.SUCCESS, Outcome.SUCCESS]
     assert "refused a result for trial" in out and "not signed by that campaign's progression manager" in out
     assert "ignored DONE for sec: the store says it is planned" in out or "the store says it is" in out
 

@@ -66,7 +66,7 @@ def test_commit_is_final_once_and_aborts_rerun(toy):
         with pytest.raises(DuplicateResult, match="already has a result"):
             store.commit_result(record.id, TrialResult(first.trial_id, Outcome.FAILURE, "late duplicate"))
         rows = {r.trial_id: r for r in store.rows(record.id)}
-        assert rows[first.trial_id].outcome == "success"
+        assert rows[first.trial_id].outcome is Outcome.SUCCESS
         assert rows[first.trial_id].aborted_attempts == 1
         counts = store.counts(record.id)[(first.policy, first.level)]
         assert counts.successes == 1 and counts.aborted == 1 and counts.of(Outcome.FAILURE) == 0
@@ -222,7 +222,7 @@ def test_operator_labels_relabels_redos_and_skips_are_kept_as_history(toy):
         skip = TrialResult(trials[1], Outcome.SKIPPED, "skipped by ada", source=Source.OPERATOR, details=who)
         assert store.commit_result(cid, skip) is True
         rows = {r.trial_id: r for r in store.rows(cid)}
-        assert (rows[trials[0]].outcome, rows[trials[0]].partial_score) == ("success", 1.0)
+        assert (rows[trials[0]].outcome, rows[trials[0]].partial_score) == (Outcome.SUCCESS, 1.0)
         assert rows[trials[1]].status == "skipped" and rows[trials[1]].outcome is None
         assert [(h["kind"], h["outcome"], h["previous"]) for h in store.label_history(cid)] == [
             ("superseded", "superseded", ""), ("label", "failure", ""), ("relabel", "success", "failure")]

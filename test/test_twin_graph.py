@@ -46,7 +46,7 @@ def test_oracle_then_tau0_policy_through_the_graph(tmp_path, monkeypatch):
                     "campaign_id:=oracle", "cameras:=exterior_1,wrist", "builtin_fr3:=true")
     assert "campaign oracle done: 2 trials run" in out
     with ResultsStore(tmp_path / "r.sqlite") as store:
-        assert [(r.level, r.outcome) for r in store.rows("oracle")] == [(0, "success"), (1, "success")]
+        assert [(r.level, r.outcome) for r in store.rows("oracle")] == [(0, Outcome.SUCCESS), (1, Outcome.SUCCESS)]
         assert {c["level"] for c in store.certificates(world="droid_twin", axis="stack")} == {0, 1}
         assert sorted(a["level"] for a in store.artifacts("oracle", kind="level_image")) == [0, 1]
     assert (tmp_path / "reports" / "oracle" / "report.html").is_file()
@@ -60,7 +60,7 @@ def test_oracle_then_tau0_policy_through_the_graph(tmp_path, monkeypatch):
               "campaign_id:=bc", "policy:=droid_twin_bc", f"checkpoint:={ckpt}")
     with ResultsStore(tmp_path / "r.sqlite") as store:
         rows = {r.trial_id: r for r in store.rows("bc")}
-        assert all(r.outcome in ("success", "failure") and r.steps > 0 for r in rows.values())
+        assert all(r.outcome in (Outcome.SUCCESS, Outcome.FAILURE) and r.steps > 0 for r in rows.values())
         record, trials = store.campaign("bc"), store.planned_trials("bc")
     # lock-step: the same setups in-process give the same episodes
     from indgen_sim.twin.world import DroidTwinWorld
@@ -70,7 +70,7 @@ def test_oracle_then_tau0_policy_through_the_graph(tmp_path, monkeypatch):
         for trial in trials:
             local = run_episode(world, policy.infer, DroidSpec(), setup_for(record, trial))
             row = rows[trial.trial_id]
-            assert (local.outcome, local.steps) == (Outcome[row.outcome.upper()], row.steps), trial.trial_id
+            assert (local.outcome, local.steps) == (row.outcome, row.steps), trial.trial_id
 
 
 def test_the_camera_policy_sees_only_pi05s_request_through_the_graph_and_matches_in_process(tmp_path, monkeypatch,
@@ -103,7 +103,7 @@ def test_the_camera_policy_sees_only_pi05s_request_through_the_graph_and_matches
     with ResultsStore(tmp_path / "r.sqlite") as store:
         rows = {r.trial_id: r for r in store.rows("vision")}
         record, trials = store.campaign("vision"), store.planned_trials("vision")
-    assert len(rows) == 2 and all(r.outcome in ("success", "failure") for r in rows.values())
+    assert len(rows) == 2 and all(r.outcome in (Outcome.SUCCESS, Outcome.FAILURE) for r in rows.values())
     from indgen_sim.twin.world import DroidTwinWorld
 
     executor = InProcessExecutor(DroidTwinWorld(cameras=["exterior_1", "wrist"], builtin=True),
@@ -112,6 +112,6 @@ def test_the_camera_policy_sees_only_pi05s_request_through_the_graph_and_matches
         for trial in trials:
             local = executor(setup_for(record, trial))
             row = rows[trial.trial_id]
-            assert (local.outcome, local.steps) == (Outcome[row.outcome.upper()], row.steps), trial.trial_id
+            assert (local.outcome, local.steps) == (row.outcome, row.steps), trial.trial_id
     finally:
         executor.close()

@@ -19,6 +19,7 @@ import pytest
 from helpers import procs
 from helpers.procs import LoggedProcess
 from indgen_core import graph, topics
+from indgen_core.records import Outcome
 from indgen_core.store import ResultsStore
 
 pytestmark = [pytest.mark.ros]
@@ -102,7 +103,7 @@ def test_a_world_may_be_quiet_longer_while_resetting_than_while_running(tmp_path
     assert pm.returncode == 0, pm.output()[-4000:]
     with ResultsStore(db) as store:
         rows = store.rows("quiet")
-        assert [r.outcome for r in rows] == ["success", "success"], pm.output()[-4000:]
+        assert [r.outcome for r in rows] == [Outcome.SUCCESS, Outcome.SUCCESS], pm.output()[-4000:]
         first, second = (r.trial_id for r in sorted(rows, key=lambda r: r.trial_index))
         assert [a["outcome"] for a in store.attempts("quiet", first)] == ["success"]  # quiet in its reset: waited
         attempts = store.attempts("quiet", second)

@@ -34,6 +34,11 @@ class Outcome(enum.IntEnum):
         return self in (Outcome.SUCCESS, Outcome.FAILURE, Outcome.TIMEOUT)
 
     @property
+    def word(self) -> str:
+        """How the store, the exports and the logs spell it ("success", "timeout", ...)."""
+        return self.name.lower()
+
+    @property
     def final(self) -> bool:
         """Ends the trial; an aborted or superseded attempt is run again."""
         return self not in (Outcome.ABORTED, Outcome.SUPERSEDED)
@@ -47,7 +52,7 @@ class Outcome(enum.IntEnum):
         try:
             return cls[text.strip().upper()]
         except KeyError:
-            raise ValueError(f"unknown outcome {text!r}; expected one of {[o.name.lower() for o in cls]}") from None
+            raise ValueError(f"unknown outcome {text!r}; expected one of {[o.word for o in cls]}") from None
 
 
 class Source(enum.IntEnum):
@@ -55,10 +60,6 @@ class Source(enum.IntEnum):
 
     AUTO = 0
     OPERATOR = 1
-
-
-#: the outcomes a success rate counts, as the store spells them ("success", "failure", "timeout")
-SCORED_NAMES: tuple[str, ...] = tuple(o.name.lower() for o in Outcome if o.scored)
 
 
 @dataclass(frozen=True)

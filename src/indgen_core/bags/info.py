@@ -81,7 +81,7 @@ def campaign_table(recording: Recording) -> list[dict]:
     rows = []
     for campaign in recording.campaigns():
         attempts = [a for a in recording.attempts if a.campaign_id == campaign]
-        outcomes = Counter(Outcome(a.result.outcome).name.lower() for a in attempts if a.result is not None)
+        outcomes = Counter(Outcome(a.result.outcome).word for a in attempts if a.result is not None)
         head = attempts[0]
         rows.append(
             {

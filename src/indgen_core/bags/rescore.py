@@ -90,12 +90,12 @@ def _rescore_one(attempt: Attempt, judges: Judges) -> Rescored:
         if result.source == 1:
             row.note = "real robot: labelled by the operator"
         elif recorded in NOT_JUDGED:
-            row.note = f"{recorded.name.lower()}: not judged by the world"
+            row.note = f"{recorded.word}: not judged by the world"
         else:
             row.note = "no final state recorded for it"
         return row
     if recorded in NOT_JUDGED:  # judged by the world, then given up on (e.g. the manager timed out)
-        row.note = f"{recorded.name.lower()} after the world's check: not compared"
+        row.note = f"{recorded.word} after the world's check: not compared"
         return row
     final = attempt.final
     world = judges.world(final.world, final.world_options_json)

@@ -179,7 +179,7 @@ def _table(trace: TrialTrace) -> str:
 def page(trace: TrialTrace, back: str) -> str:
     a = trace.attempt
     result = a.result
-    outcome = Outcome(result.outcome).name.lower()
+    outcome = Outcome(result.outcome).word
     facts = [
         ("campaign", a.campaign_id),
         ("world / axis", f"{a.world} / {a.axis}"),
@@ -189,7 +189,7 @@ def page(trace: TrialTrace, back: str) -> str:
         ("steps", result.steps),
         ("wall time", f"{result.wall_time_s:.1f} s"),
     ]
-    facts += [("relabelled", f"{Outcome(r.outcome).name.lower()} ({r.reason})") for r in a.relabels]
+    facts += [("relabelled", f"{Outcome(r.outcome).word} ({r.reason})") for r in a.relabels]
     rows = "".join(f"<tr><th>{k}</th><td>{html.escape(str(v))}</td></tr>" for k, v in facts)
     if trace.frames:
         figures = "".join(

@@ -114,7 +114,7 @@ class _Video:
         self.container: OutputContainer | None = None
         self.stream: VideoStream | None = None
         self.frames = 0
-        self.outcome = Outcome(attempt.result.outcome).name.lower()
+        self.outcome = Outcome(attempt.result.outcome).word
         self._held: tuple[np.ndarray, int] | None = None
 
     def add(self, rgb: np.ndarray, step: int) -> None:

@@ -53,7 +53,7 @@ def attempt_note(attempts: list[dict]) -> str:
     if not attempts:
         return ""
     last, n = attempts[-1], len(attempts)
-    scored = ", not scored" if last["outcome"] == Outcome.ABORTED.name.lower() else ""
+    scored = ", not scored" if last["outcome"] == Outcome.ABORTED.word else ""
     return f"attempt {n + 1} of this trial: attempt {n} was {last['outcome']} ({last['reason']}){scored}"
 
 
@@ -142,7 +142,7 @@ class OperatorFlow:
 
     def label(self, setup: TaskSetup, result: TrialResult) -> TrialResult:
         judged = result.details.get("judged", True)
-        auto = result.outcome.name.lower() if judged else ""
+        auto = result.outcome.word if judged else ""
         text = (
             f"Label {setup.trial_id} (level {setup.level}): success, failure or invalid setup; a partial score "
             "0-100 is optional."
@@ -224,10 +224,10 @@ class OperatorFlow:
         result = TrialResult(
             row.trial_id,
             outcome,
-            f"relabelled {outcome.name.lower()} by {who or 'the operator'}",
+            f"relabelled {outcome.word} by {who or 'the operator'}",
             partial_score=score / 100 if score >= 0 else float(outcome is Outcome.SUCCESS),
             source=Source.OPERATOR,
             details={"operator": who, "note": note, "relabel_id": uuid.uuid4().hex},
         )
         threading.Thread(target=self.host.hand_over_relabel, args=(result, row), daemon=True).start()
-        return True, f"{row.trial_id} relabelled {outcome.name.lower()} (was {row.outcome})"
+        return True, f"{row.trial_id} relabelled {outcome.word} (was {row.outcome.word})"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from indgen_core.campaign import planning as campaign_mod
 from indgen_core.errors import IndGenError
-from indgen_core.records import SCORED_NAMES, Outcome, TaskSetup, TrialResult
+from indgen_core.records import Outcome, TaskSetup, TrialResult
 from indgen_core.store import PlannedTrial, ResultsStore
 from indgen_core.waiting import wait_until
 
@@ -73,8 +73,8 @@ def completed_outcomes(store: ResultsStore, campaign_id: str) -> dict[tuple[str,
         for row in sorted(rows, key=lambda r: r.trial_index):
             if row.status != "done":
                 break
-            if row.outcome in SCORED_NAMES:
-                outcomes.append(row.outcome == "success")
+            if row.outcome is not None and row.outcome.scored:
+                outcomes.append(row.outcome is Outcome.SUCCESS)
         out[key] = outcomes
     return out
 

@@ -214,8 +214,8 @@ def _rescore(args) -> int:
             [
                 r.attempt.trial_id,
                 r.attempt.level,
-                r.recorded.name.lower() if r.recorded is not None else None,
-                r.outcome.name.lower() if r.outcome is not None else None,
+                r.recorded.word if r.recorded is not None else None,
+                r.outcome.word if r.outcome is not None else None,
                 "yes" if r.agrees else "NO" if r.agrees is False else "-",
                 r.note or r.reason,
             ]
@@ -280,7 +280,7 @@ def _outcome(value: int) -> str:
     from indgen_core.records import Outcome
 
     try:
-        return Outcome(value).name.lower()
+        return Outcome(value).word
     except ValueError:
         return str(value)
 

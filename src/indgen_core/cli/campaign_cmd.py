@@ -361,7 +361,7 @@ def _run_trials(store, record, total: int, already: int, workers: int, cluster: 
     from indgen_core.report.provenance import record_policy
 
     def progress(bar):
-        return lambda done, tot, trial, res: bar.update(done, f"{trial.trial_id}: {res.outcome.name.lower()}")
+        return lambda done, tot, trial, res: bar.update(done, f"{trial.trial_id}: {res.outcome.word}")
 
     if cluster or workers != 1:
         from indgen_core.campaign import cluster as cluster_mod

@@ -34,7 +34,7 @@ from indgen_core.errors import IndGenError
 from indgen_core.records import Outcome
 from indgen_core.specs.droid import GRIPPER_CLOSED_RAD, RAD_PER_S_AT_ONE
 
-SCORED = {o: o.name.lower() for o in Outcome if o.scored}
+SCORED = {o: o.word for o in Outcome if o.scored}
 SLACK_NS = 2_000_000_000  # records of an attempt can be received this long after its result
 
 

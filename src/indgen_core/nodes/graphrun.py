@@ -21,6 +21,7 @@ import yaml
 from indgen_core import graph, paths
 from indgen_core.errors import IndGenError
 from indgen_core.nodes import launcher
+from indgen_core.records import Outcome
 
 
 def free_port() -> int:
@@ -77,7 +78,7 @@ def run_graph(
                     continue
                 rows = store.rows(campaign_id)
                 finished = sum(r.outcome is not None for r in rows)
-                ok = sum(r.outcome == "success" for r in rows)
+                ok = sum(r.outcome is Outcome.SUCCESS for r in rows)
                 line = f"  {finished}/{len(rows)} trials, {ok} successes ({time.monotonic() - t0:.0f} s)"
                 if tty:  # one line, rewritten in place
                     out.write("\r" + line)

@@ -17,7 +17,7 @@ from indgen_core.campaign import planning as campaign_mod
 from indgen_core.campaign.config import AnalysisPlan
 from indgen_core.campaign.runner import completed_outcomes, level_places
 from indgen_core.errors import IndGenError
-from indgen_core.records import SCORED_NAMES
+from indgen_core.records import Outcome
 from indgen_core.stats import comparisons as comparisons_mod
 from indgen_core.stats import level_stats, ppi
 from indgen_core.stats.sequential import DEFAULT_ALPHA
@@ -154,7 +154,7 @@ def summarize(
     invalid = [
         {"trial_id": r.trial_id, "policy": names[r.policy], "level": r.level, "reason": r.reason}
         for r in rows
-        if r.outcome == "invalid"
+        if r.outcome is Outcome.INVALID
     ]
     checks: dict[tuple[str, int], dict[str, int]] = {}
     robot_stops: dict[tuple[str, int], dict[str, int]] = {}
@@ -163,9 +163,9 @@ def summarize(
         if details.get("robot_stop"):
             entry = robot_stops.setdefault((policy, level), {"stops": 0})
             entry["stops"] += 1
-            entry[outcome] = entry.get(outcome, 0) + 1
+            entry[outcome.word] = entry.get(outcome.word, 0) + 1
         flags = {k: v for k, v in details.items() if isinstance(v, bool)}
-        if flags and outcome in SCORED_NAMES:
+        if flags and outcome.scored:
             entry = checks.setdefault((policy, level), {"n": 0})
             entry["n"] += 1
             for flag, v in flags.items():
@@ -276,8 +276,8 @@ def arm(rows, campaign_id: str, policy: str, label: str | None = None) -> Arm:
         if r.policy != policy:
             continue
         planned.setdefault(r.level, set()).add(r.seed)
-        if r.outcome in SCORED_NAMES:
-            outcomes.setdefault(r.level, {})[r.seed] = r.outcome == "success"
+        if r.outcome is not None and r.outcome.scored:
+            outcomes.setdefault(r.level, {})[r.seed] = r.outcome is Outcome.SUCCESS
     return Arm(label or policy, campaign_id, policy, outcomes, {k: frozenset(v) for k, v in planned.items()})
 
 

@@ -8,6 +8,7 @@ import re
 from collections import Counter
 
 from indgen_core.campaign import blind
+from indgen_core.records import Outcome
 from indgen_core.report.analysis import CampaignSummary
 from indgen_core.store import ResultsStore
 
@@ -25,7 +26,7 @@ def failure_lines(store: ResultsStore, summary: CampaignSummary) -> list[str]:
     names = blind.shown_names(store, summary.record)
     by_level: dict[tuple[str, int], list[tuple[str, str]]] = {}
     for row in store.rows(summary.record.id):
-        if row.outcome == "failure":
+        if row.outcome is Outcome.FAILURE:
             key = (names.get(row.policy, row.policy), row.level)
             by_level.setdefault(key, []).append((_kind(row.reason or ""), row.trial_id))
     if not by_level:

@@ -141,7 +141,10 @@ def write_trials_page(store: ResultsStore, record: CampaignRecord, out_dir: Path
             files.setdefault(art["trial_id"], {})[art["kind"]] = href
     rows = []
     for row in store.rows(record.id):
-        outcome, reason = (row.outcome or "", row.reason or "") if not hidden else ("hidden (blind, running)", "")
+        if hidden:
+            outcome, reason = "hidden (blind, running)", ""
+        else:
+            outcome, reason = (row.outcome.word if row.outcome is not None else ""), row.reason or ""
         links = " ".join(
             f'<a href="{html.escape(h)}">{k}</a>' for k, h in sorted(files.get(row.trial_id, {}).items(), reverse=True)
         )

@@ -384,7 +384,7 @@ class ProgressionManager(Node):
     # -- status ---------------------------------------------------------------------------------
     def _progress(self, done, total, trial, result) -> None:
         self._done = done
-        self.get_logger().info(f"[{done}/{total}] {trial.trial_id}: {result.outcome.name.lower()} ({result.reason})")
+        self.get_logger().info(f"[{done}/{total}] {trial.trial_id}: {result.outcome.word} ({result.reason})")
 
     def _waiting(self, reason: str, delay: float) -> None:
         self.get_logger().warning(f"trial aborted ({reason}); retrying in {delay:.1f} s")

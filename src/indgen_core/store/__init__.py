@@ -57,7 +57,7 @@ class ResultsStore(CampaignsMixin, ResultsMixin, TalliesMixin, ArtifactsMixin):
 
     def export(self, campaign_id: str, path: Path, fmt: str) -> Path:
         """Every planned trial with its result, as CSV or JSON (with the campaign and events)."""
-        rows = [dataclasses.asdict(r) for r in self.rows(campaign_id)]
+        rows = [r.exported() for r in self.rows(campaign_id)]
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         if fmt == "csv":

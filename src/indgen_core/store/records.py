@@ -6,12 +6,14 @@ the store's own rows: a campaign, a planned trial, a trial joined with its final
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 from indgen_core.campaign.config import CampaignConfig
 from indgen_core.campaign.snapshot import AxisSnapshot
 from indgen_core.errors import IndGenError
+from indgen_core.records import Outcome
 
 
 class StoreError(IndGenError):
@@ -79,7 +81,7 @@ class TrialRow:
     seed: int
     order_idx: int
     status: str
-    outcome: str | None
+    outcome: Outcome | None
     reason: str | None
     partial_score: float | None
     steps: int | None
@@ -88,3 +90,9 @@ class TrialRow:
     source: str | None
     recorded_at: float | None
     aborted_attempts: int
+
+    def exported(self) -> dict[str, Any]:
+        """The row as CSV and JSON exports write it: the outcome spelled as the store keeps it."""
+        row = dataclasses.asdict(self)
+        row["outcome"] = None if self.outcome is None else self.outcome.word
+        return row

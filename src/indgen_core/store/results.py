@@ -51,7 +51,7 @@ class ResultsMixin(StoreBase):
             db.execute(
                 "INSERT INTO attempts (campaign_id, trial_id, outcome, reason, recorded_at, attempt_key) "
                 "VALUES (?,?,?,?,?,?)",
-                (campaign_id, result.trial_id, outcome.name.lower(), result.reason, now, attempt_key),
+                (campaign_id, result.trial_id, outcome.word, result.reason, now, attempt_key),
             )
             if outcome is Outcome.SUPERSEDED:
                 self._label(db, campaign_id, result, "superseded", now)
@@ -90,7 +90,7 @@ class ResultsMixin(StoreBase):
                 (
                     campaign_id,
                     result.trial_id,
-                    outcome.name.lower(),
+                    outcome.word,
                     result.reason,
                     float(result.partial_score),
                     int(result.steps),
@@ -111,9 +111,9 @@ class ResultsMixin(StoreBase):
     def _label(db, campaign_id: str, result: TrialResult, kind: str, now: float, previous: str = "") -> None:
         details = result.details or {}
         outcome = (
-            details.get("label", Outcome.parse(result.outcome).name.lower())
+            details.get("label", Outcome.parse(result.outcome).word)
             if kind == "superseded"
-            else Outcome.parse(result.outcome).name.lower()
+            else Outcome.parse(result.outcome).word
         )
         db.execute(
             "INSERT INTO labels (campaign_id, trial_id, kind, outcome, partial_score, operator, note, previous, "
@@ -146,7 +146,7 @@ class ResultsMixin(StoreBase):
         `ref` is already in the history (the same request resent) changes nothing."""
         outcome = Outcome.parse(outcome)
         if outcome not in (Outcome.SUCCESS, Outcome.FAILURE, Outcome.INVALID):
-            raise StoreError(f"a relabel is success, failure or invalid, not {outcome.name.lower()}")
+            raise StoreError(f"a relabel is success, failure or invalid, not {outcome.word}")
         now = time.time()
         with self._tx() as db:
             if ref:
@@ -160,12 +160,12 @@ class ResultsMixin(StoreBase):
             ).fetchone()
             if row is None:
                 raise StoreError(f"trial '{trial_id}' of campaign '{campaign_id}' has no result to relabel")
-            reason = f"relabelled {outcome.name.lower()} by {operator or 'the operator'}"
+            reason = f"relabelled {outcome.word} by {operator or 'the operator'}"
             reason += f": {note}" if note else ""
             db.execute(
                 "UPDATE results SET outcome=?, partial_score=?, reason=?, source='operator' WHERE "
                 "campaign_id=? AND trial_id=?",
-                (outcome.name.lower(), float(partial_score), reason, campaign_id, trial_id),
+                (outcome.word, float(partial_score), reason, campaign_id, trial_id),
             )
             db.execute(
                 "INSERT INTO labels (campaign_id, trial_id, kind, outcome, partial_score, operator, note, "
@@ -174,7 +174,7 @@ class ResultsMixin(StoreBase):
                     campaign_id,
                     trial_id,
                     "relabel",
-                    outcome.name.lower(),
+                    outcome.word,
                     float(partial_score),
                     operator,
                     note,

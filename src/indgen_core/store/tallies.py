@@ -103,13 +103,17 @@ class TalliesMixin(StoreBase):
                         AND a.outcome='aborted') AS aborted_attempts
             FROM trials t LEFT JOIN results r ON r.campaign_id=t.campaign_id AND r.trial_id=t.trial_id
             WHERE t.campaign_id=? ORDER BY t.order_idx"""
-        return [TrialRow(*r) for r in self._db.execute(query, (campaign_id,))]
+        return [
+            TrialRow(*r[:8], None if r[8] is None else Outcome.parse(r[8]), *r[9:])
+            for r in self._db.execute(query, (campaign_id,))
+        ]
 
-    def result_details(self, campaign_id: str) -> list[tuple[str, int, str, dict[str, Any]]]:
+    def result_details(self, campaign_id: str) -> list[tuple[str, int, Outcome, dict[str, Any]]]:
         """(policy, level, outcome, details) of every final result."""
         query = """SELECT t.policy, t.level, r.outcome, r.details_json FROM results r JOIN trials t
                    ON t.campaign_id=r.campaign_id AND t.trial_id=r.trial_id WHERE r.campaign_id=?"""
-        return [(p, k, o, json.loads(d or "{}")) for p, k, o, d in self._db.execute(query, (campaign_id,))]
+        rows = self._db.execute(query, (campaign_id,))
+        return [(p, k, Outcome.parse(o), json.loads(d or "{}")) for p, k, o, d in rows]
 
     def counts(self, campaign_id: str) -> dict[tuple[str, int], LevelCounts]:
         """(policy, level) -> what became of its trials (`LevelCounts`)."""
@@ -124,7 +128,7 @@ class TalliesMixin(StoreBase):
                 c.skipped += 1
             else:
                 assert row.outcome is not None, "a done trial has a result"
-                c.outcomes[Outcome.parse(row.outcome)] += 1
+                c.outcomes[row.outcome] += 1
         return out
 
     def operator_counts(self, campaign_id: str) -> dict[tuple[str, int], dict[str, int]]:
@@ -148,7 +152,7 @@ class TalliesMixin(StoreBase):
         for trial in self.rows(campaign_id):
             c = out[(trial.policy, trial.level)]
             c["skipped"] += trial.status == "skipped"
-            c["invalid"] += trial.outcome == "invalid"
+            c["invalid"] += trial.outcome is Outcome.INVALID
         query = "SELECT trial_id, outcome, details_json FROM results WHERE campaign_id=? AND source='operator'"
         for trial_id, outcome, details in self._db.execute(query, (campaign_id,)):
             auto = json.loads(details or "{}").get("auto_outcome")

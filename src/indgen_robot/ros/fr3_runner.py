@@ -288,7 +288,7 @@ class Fr3Runner(WorldNodeContract, Node):
         self._set_state(
             RobotStatus.STATE_IDLE if ended else RobotStatus.STATE_HOLDING, f"{setup.trial_id}: {result.reason}"
         )
-        verdict = result.outcome.name.lower() if result.details.get("judged", True) else "ended"
+        verdict = result.outcome.word if result.details.get("judged", True) else "ended"
         self.get_logger().info(f"{setup.trial_id}: {verdict} after {result.steps} ticks ({result.reason})")
         if goal_handle.is_cancel_requested:
             goal_handle.canceled()

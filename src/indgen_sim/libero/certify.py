@@ -63,7 +63,7 @@ def level_rows(store, campaign_id: str, task: int, axis: str, levels) -> list[di
             {
                 r.reason
                 for r in store.rows(campaign_id)
-                if r.level == k and r.outcome not in (None, "success") and r.reason
+                if r.level == k and r.outcome not in (None, Outcome.SUCCESS) and r.reason
             }
         )
         rows.append(

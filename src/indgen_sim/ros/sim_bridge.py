@@ -263,9 +263,7 @@ class SimBridge(WorldNodeContract, Node):
             beat.join(timeout=2.0)
         if images:
             result = dataclasses.replace(result, artifacts=(*result.artifacts, *images))
-        self.get_logger().info(
-            f"{setup.trial_id}: {result.outcome.name.lower()} after {result.steps} steps ({result.reason})"
-        )
+        self.get_logger().info(f"{setup.trial_id}: {result.outcome.word} after {result.steps} steps ({result.reason})")
         msg = convert.result_to_msg(result, setup, self._now())
         if goal_handle.is_cancel_requested:
             goal_handle.canceled()
