@@ -77,7 +77,7 @@ def test_graph_outcomes_equal_the_in_process_evaluation(tmp_path, repo):
                             override_reason="reference")
         run_campaign_batched(store, rec.id, batch_executor(model))
         expected = {r.trial_id: (r.outcome, r.steps) for r in store.rows("rnn")}
-    assert 0 < sum(o == "success" for o, _ in expected.values()) < 50  # an informative comparison
+    assert 0 < sum(o is Outcome.SUCCESS for o, _ in expected.values()) < 50  # an informative comparison
 
     db = tmp_path / "graph.sqlite"
     cert = subprocess.run([sys.executable, "-m", "indgen_core.cli", "campaign", "run",
