@@ -69,6 +69,7 @@ def main() -> int:
     from helpers.scripted_operator import ScriptedOperator
     from helpers.servers import free_port
     from indgen_core.cell.robot_config import load_robot_config
+    from indgen_core.records import Outcome
     from indgen_core.store import ResultsStore
 
     steps = int(args.seconds * 15)
@@ -121,7 +122,7 @@ def main() -> int:
             details = store.result_details("loop")[0][3]
             attempts = store.attempts("loop")
     reflexes = log_text.count("REFLEX or FAULT")
-    false_faults = [a["reason"] for a in attempts if a["outcome"] == "aborted" and a["reason"] != "operator e-stop"]
+    false_faults = [a.reason for a in attempts if a.outcome is Outcome.ABORTED and a.reason != "operator e-stop"]
     if details.get("robot_stop"):
         false_faults.append(details["end"])
     t = details["timing"]

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from helpers import servers, toy_setup
+from indgen_core.records import Outcome
 from indgen_core.store import ResultsStore
 from indgen_core.waiting import wait_until
 
@@ -202,7 +203,7 @@ def test_a_policy_the_workers_cannot_build_or_run_stops_the_campaign_in_one_sent
                   "2", env=dict(toy["env"], TOY_INFER_CRASH="1"), expect=2)
     assert "stopped after 5 aborted attempts in a row (worker error: RuntimeError: toy policy crashed)" in proc.stderr
     with ResultsStore(toy["db"]) as store:
-        assert [a["outcome"] for a in store.attempts("crashing")] == ["aborted"] * 5
+        assert [a.outcome for a in store.attempts("crashing")] == [Outcome.ABORTED] * 5
         assert store.campaign("crashing").status == "waiting"
 
 

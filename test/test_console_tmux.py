@@ -136,10 +136,10 @@ class AtTheCell:
 
     def attempts(self, trial: str) -> list[dict]:
         with ResultsStore(self.db) as store:
-            return [a for a in store.attempts(self.campaign_id) if a["trial_id"].endswith(trial)]
+            return [a for a in store.attempts(self.campaign_id) if a.trial_id.endswith(trial)]
 
     def aborted(self, trial: str) -> list[str]:
-        return [a["reason"] for a in self.attempts(trial) if a["outcome"] == "aborted"]
+        return [a.reason for a in self.attempts(trial) if a.outcome is Outcome.ABORTED]
 
     def answered_by_this_prompt(self, trial: str) -> None:
         """The scene prompt on the screen answers every attempt aborted so far: the person's next

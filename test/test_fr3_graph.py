@@ -213,15 +213,15 @@ def test_a_campaign_counts_a_reflex_reruns_a_driver_fault_and_warms_the_policy_u
     # trial was aborted, unless because the arm's state went stale on a starved machine (seen in
     # full-suite runs, in a reset or with the arm held still: stop rule 3; the abort-and-rerun
     # doing its job, and not the policy's doing)
-    first = [a for a in attempts if a["trial_id"] == rows[0].trial_id and a["outcome"] == "aborted"]
+    first = [a for a in attempts if a.trial_id == rows[0].trial_id and a.outcome is Outcome.ABORTED]
     stale = re.compile(r"the arm's (state went stale|joint states stopped \([\d.]+ s old\) while it was held still)")
-    assert all(stale.match(a["reason"]) for a in first), attempts
+    assert all(stale.match(a.reason) for a in first), attempts
     assert rows[1].aborted_attempts >= 1
-    aborted = [a for a in attempts if a["trial_id"] == rows[1].trial_id and a["outcome"] == "aborted"]
+    aborted = [a for a in attempts if a.trial_id == rows[1].trial_id and a.outcome is Outcome.ABORTED]
     assert len(aborted) == rows[1].aborted_attempts, attempts
     # the crash's own attempt says so; in one full-suite run a prepare refused for a stale arm
     # state came first (the attempts and the graph's log print when this fails)
-    assert any("driver" in a["reason"] for a in aborted), (attempts, out[-4000:])
+    assert any("driver" in a.reason for a in aborted), (attempts, out[-4000:])
     assert stops == {("pi05_fake", 0): {"stops": 2, "failure": 2}}, (attempts, watch.status, out[-3000:])
     assert "Robot stops per level" in (tmp_path / "reports" / "push" / "report.md").read_text()
     assert watch.status.get("reflexes") == 2 and policy.requests >= 2
@@ -354,7 +354,7 @@ def test_frankas_driver_killed_and_restarted_mid_episode_aborts_the_trial_and_th
         rows = store.rows("d")
         attempts = store.attempts("d")
     assert rows[0].status == "done" and rows[0].aborted_attempts >= 1, (attempts, out[-3000:])
-    aborted = [a["reason"] for a in attempts if a["outcome"] == "aborted"]
+    aborted = [a.reason for a in attempts if a.outcome is Outcome.ABORTED]
     system = re.compile(r"driver|joint states stopped|state went stale|came back without a recovery|not ready")
     assert aborted and all(system.search(r) for r in aborted), aborted
     print(f"the driver killed mid-episode: {aborted[0]!r}; the trial ran again and the campaign finished")

@@ -81,6 +81,6 @@ def test_sigkill_at_random_points_then_resume_equals_uninterrupted(monkeypatch, 
         assert store.campaign("killme-1").status == "done"
         # every attempt is in the store: each kill during a trial left one, recorded as interrupted
         # by the next run (a kill between two trials leaves none)
-        interrupted = [a for a in store.attempts("killme-1") if a["reason"] == INTERRUPTED]
+        interrupted = [a for a in store.attempts("killme-1") if a.reason == INTERRUPTED]
         assert 1 <= len(interrupted) <= kills, (len(interrupted), kills)
         assert store.unfinished_starts("killme-1") == []

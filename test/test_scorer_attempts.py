@@ -48,7 +48,7 @@ def test_a_republished_aborted_attempt_is_recorded_once_and_a_new_one_again(tmp_
 
     def attempts() -> list[str]:
         with ResultsStore(db) as store:
-            return [a["outcome"] for a in store.attempts("again", trial)]
+            return [a.outcome.word for a in store.attempts("again", trial)]
 
     try:
         assert spin_until(node, lambda: results.get_subscription_count() > 0, 30), scorer.output()[-2000:]

@@ -98,7 +98,8 @@ def test_an_attempt_sent_again_is_recorded_once_by_any_store_handle_and_an_older
         assert again.commit_result(record.id, success, attempt_key="sig-3")
         with pytest.raises(RepeatedAttempt):  # the final one sent again: quiet, not a duplicate warning
             again.commit_result(record.id, success, attempt_key="sig-3")
-        assert [a["outcome"] for a in again.attempts(record.id, first.trial_id)] == ["aborted"] * 4 + ["success"]
+        outcomes = [a.outcome for a in again.attempts(record.id, first.trial_id)]
+        assert outcomes == [Outcome.ABORTED] * 4 + [Outcome.SUCCESS]
         assert {r.trial_id: r for r in again.rows(record.id)}[first.trial_id].aborted_attempts == 4
 
 
@@ -294,6 +295,6 @@ def test_an_attempt_a_killed_run_left_unfinished_is_recorded_as_interrupted_by_t
         assert store.unfinished_starts(record.id) == [first.trial_id]
         executor = InProcessExecutor(toy_world.ToyWorld(), policies={"skilled": toy_world.Skilled()})
         run_campaign(store, record.id, executor)
-        attempts = [(a["outcome"], a["reason"]) for a in store.attempts(record.id, first.trial_id)]
+        attempts = [(a.outcome.word, a.reason) for a in store.attempts(record.id, first.trial_id)]
         assert attempts[0] == ("aborted", INTERRUPTED) and attempts[1][0] != "aborted" and len(attempts) == 2
         assert store.unfinished_starts(record.id) == []

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from indgen_core.campaign import operator
 from indgen_core.campaign.runner import StopCampaign
 from indgen_core.records import Outcome, Source, TaskSetup, TrialResult
-from indgen_core.store import CampaignRecord, ResultsStore
+from indgen_core.store import AttemptRow, CampaignRecord, ResultsStore
 
 LABEL_OUTCOMES = {
     operator.SUCCESS: Outcome.SUCCESS,
@@ -47,14 +47,14 @@ def change_since(previous: TaskSetup | None, setup: TaskSetup) -> str:
     return f"{how} (level {previous.level} -> {setup.level}): {', '.join(changes) or 'see the instruction'}"
 
 
-def attempt_note(attempts: list[dict]) -> str:
+def attempt_note(attempts: list[AttemptRow]) -> str:
     """Why the person sees a trial's scene prompt again, in one line ('' on its first attempt):
     the same prompt coming back unexplained reads as the console being stuck."""
     if not attempts:
         return ""
     last, n = attempts[-1], len(attempts)
-    scored = ", not scored" if last["outcome"] == Outcome.ABORTED.word else ""
-    return f"attempt {n + 1} of this trial: attempt {n} was {last['outcome']} ({last['reason']}){scored}"
+    scored = ", not scored" if last.outcome is Outcome.ABORTED else ""
+    return f"attempt {n + 1} of this trial: attempt {n} was {last.outcome.word} ({last.reason}){scored}"
 
 
 class FlowHost(Protocol):

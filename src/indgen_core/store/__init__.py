@@ -33,6 +33,7 @@ from pathlib import Path
 from indgen_core.store.artifacts import ArtifactsMixin
 from indgen_core.store.campaigns import CampaignsMixin
 from indgen_core.store.records import (
+    AttemptRow,
     CampaignRecord,
     DuplicateResult,
     PlannedTrial,
@@ -43,7 +44,15 @@ from indgen_core.store.records import (
 from indgen_core.store.results import ResultsMixin
 from indgen_core.store.tallies import TalliesMixin
 
-__all__ = ["CampaignRecord", "DuplicateResult", "PlannedTrial", "RepeatedAttempt", "ResultsStore", "StoreError"]
+__all__ = [
+    "AttemptRow",
+    "CampaignRecord",
+    "DuplicateResult",
+    "PlannedTrial",
+    "RepeatedAttempt",
+    "ResultsStore",
+    "StoreError",
+]
 
 
 class ResultsStore(CampaignsMixin, ResultsMixin, TalliesMixin, ArtifactsMixin):

@@ -70,6 +70,15 @@ class CampaignRecord:
 
 
 @dataclass(frozen=True)
+class AttemptRow:
+    """One recorded attempt of a trial, aborted and interrupted ones included."""
+
+    trial_id: str
+    outcome: Outcome
+    reason: str
+
+
+@dataclass(frozen=True)
 class TrialRow:
     """A planned trial with its final result, if any (one row of an export)."""
 

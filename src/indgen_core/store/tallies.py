@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from indgen_core.records import Outcome
-from indgen_core.store.records import PlannedTrial, TrialRow
+from indgen_core.store.records import AttemptRow, PlannedTrial, TrialRow
 from indgen_core.store.schema import StoreBase
 
 
@@ -59,14 +59,14 @@ class TalliesMixin(StoreBase):
             args.append(trial_id)
         return [dict(r) for r in self._db.execute(q + " ORDER BY id", args)]
 
-    def attempts(self, campaign_id: str, trial_id: str | None = None) -> list[dict[str, Any]]:
+    def attempts(self, campaign_id: str, trial_id: str | None = None) -> list[AttemptRow]:
         """Every recorded attempt of every trial (or of one), aborted ones included, in the order
-        they came: trial_id, outcome, reason."""
+        they came."""
         q, args = "SELECT trial_id, outcome, reason FROM attempts WHERE campaign_id=?", [campaign_id]
         if trial_id is not None:
             q += " AND trial_id=?"
             args.append(trial_id)
-        return [{"trial_id": t, "outcome": o, "reason": r} for t, o, r in self._db.execute(q + " ORDER BY id", args)]
+        return [AttemptRow(t, Outcome.parse(o), r) for t, o, r in self._db.execute(q + " ORDER BY id", args)]
 
     def unfinished_starts(self, campaign_id: str) -> list[str]:
         """Trials a run started (a `started` event) that are still pending with no attempt
