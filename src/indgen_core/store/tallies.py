@@ -3,7 +3,6 @@ counts a report is built from. Nothing here writes."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections import Counter
 from dataclasses import dataclass, field
@@ -104,9 +103,11 @@ class TalliesMixin(StoreBase):
                         AND a.outcome='aborted') AS aborted_attempts
             FROM trials t LEFT JOIN results r ON r.campaign_id=t.campaign_id AND r.trial_id=t.trial_id
             WHERE t.campaign_id=? ORDER BY t.order_idx"""
-        rows = [TrialRow(*r) for r in self._db.execute(query, (campaign_id,))]
         # the store keeps an outcome's word ("success"); a row hands it out as an Outcome
-        return [r if r.outcome is None else dataclasses.replace(r, outcome=Outcome.parse(r.outcome)) for r in rows]
+        return [
+            TrialRow(**dict(r, outcome=None if r["outcome"] is None else Outcome.parse(r["outcome"])))
+            for r in self._db.execute(query, (campaign_id,))
+        ]
 
     def result_details(self, campaign_id: str) -> list[tuple[str, int, Outcome, dict[str, Any]]]:
         """(policy, level, outcome, details) of every final result."""
